@@ -1,0 +1,33 @@
+"""adk-pairing: session-layer repair of unanswered tool calls for Google's ADK.
+
+`PairingSessionService` wraps any ADK session service. Sessions it returns are
+*repaired views*: every function call that no later event answers is followed
+by a synthetic result, so providers that enforce strict call/result pairing
+accept the conversation. The stored history is never modified.
+"""
+
+from .analysis import CallStatus, PairingReport, TrackedCall, analyze
+from .repair import (
+    DEFAULT_MISSING_TEXT,
+    DEFAULT_PENDING_TEXT,
+    METADATA_KEY,
+    PlaceholderTexts,
+    is_synthetic,
+    repaired_events,
+)
+from .service import PairedSession, PairingSessionService
+
+__all__ = [
+    "DEFAULT_MISSING_TEXT",
+    "DEFAULT_PENDING_TEXT",
+    "METADATA_KEY",
+    "CallStatus",
+    "PairedSession",
+    "PairingReport",
+    "PairingSessionService",
+    "PlaceholderTexts",
+    "TrackedCall",
+    "analyze",
+    "is_synthetic",
+    "repaired_events",
+]

@@ -1,0 +1,224 @@
+"""Which function calls in an event history are answered, pending or missing.
+
+This module is the pure half of adk-pairing: it reads events and never awaits,
+logs or touches a store. The rules follow the ones ADK itself applies when it
+builds a model request:
+
+* A function response answers the *newest preceding* call with the same id
+  (model-issued ids such as Gemini's ``call_1`` repeat across turns, so "a
+  response with this id exists somewhere" does not mean "this call was
+  answered"). A response in the same event as a call does not answer it.
+* A call without an id is answered by a later id-less response of the same
+  name, one response per call, oldest call first.
+* Events annulled by a rewind (``actions.rewind_before_invocation_id``) are
+  not sent to the model, so they neither answer calls nor need answers.
+* An unanswered call is *pending* when ADK holds it open on purpose (its id is
+  in the event's ``long_running_tool_ids``, or it is a confirmation,
+  credential or input request) and *missing* otherwise.
+
+`PairingLedger` keeps this state incrementally, one event at a time, so the
+session-service decorator can keep a view current on every ``append_event``
+without rescanning the history.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from google.adk.events.event import Event
+
+#: Calls ADK answers only when a person (or client) does: confirmations,
+#: credential requests and ask-user/request-input prompts.
+HELD_OPEN_CALL_NAMES = frozenset(
+    {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
+)
+
+
+class CallStatus(str, enum.Enum):
+    """What the history says about one function call."""
+
+    ANSWERED = "answered"
+    PENDING = "pending"
+    MISSING = "missing"
+
+
+@dataclass(slots=True)
+class TrackedCall:
+    """One function call and, once known, whether something answered it."""
+
+    event_index: int
+    part_index: int
+    call_id: str | None
+    name: str
+    held_open: bool
+    answered: bool = False
+
+    @property
+    def status(self) -> CallStatus:
+        if self.answered:
+            return CallStatus.ANSWERED
+        return CallStatus.PENDING if self.held_open else CallStatus.MISSING
+
+    @property
+    def key(self) -> str:
+        """The call's id, or its function name when the model gave it no id."""
+        return self.call_id or self.name
+
+
+def live_event_mask(events: Sequence[Event]) -> list[bool]:
+    """Marks which events survive rewinds, as ADK's request builder decides.
+
+    A rewind event (``actions.rewind_before_invocation_id == X``) annuls itself
+    and every event from the first event of invocation ``X`` up to it. Walking
+    backwards keeps the cost linear; the invocation index is built only when a
+    rewind is present.
+    """
+    live = [True] * len(events)
+    first_index_of: dict[str, int] | None = None
+    i = len(events) - 1
+    while i >= 0:
+        actions = events[i].actions
+        target = actions.rewind_before_invocation_id if actions is not None else None
+        if target:
+            if first_index_of is None:
+                first_index_of = {}
+                for idx, event in enumerate(events):
+                    if event.invocation_id and event.invocation_id not in first_index_of:
+                        first_index_of[event.invocation_id] = idx
+            live[i] = False
+            start = first_index_of.get(target)
+            if start is not None and start < i:
+                for j in range(start, i):
+                    live[j] = False
+                i = start
+        i -= 1
+    return live
+
+
+def has_rewind(event: Event) -> bool:
+    """Whether appending `event` can annul earlier events."""
+    return bool(event.actions is not None and event.actions.rewind_before_invocation_id)
+
+
+class PairingLedger:
+    """Attributes responses to calls, one event at a time, in O(parts) each.
+
+    ``open_calls`` maps the index of every event that still has unanswered
+    calls to those calls, in part order; it is what a repaired view needs.
+    """
+
+    __slots__ = ("_idless_open", "_newest_by_id", "calls", "open_calls")
+
+    def __init__(self) -> None:
+        self.calls: list[TrackedCall] = []
+        self.open_calls: dict[int, list[TrackedCall]] = {}
+        self._newest_by_id: dict[str, TrackedCall] = {}
+        self._idless_open: dict[str, deque[TrackedCall]] = {}
+
+    def observe(self, event: Event, index: int) -> set[int]:
+        """Records `event` (at `index` in the history) and returns changed indices.
+
+        The returned set holds the index of every event whose list of open calls
+        changed: earlier events whose calls `event` answered, and `index` itself
+        when `event` opens calls that are still unanswered.
+        """
+        content = event.content
+        parts = content.parts if content is not None else None
+        if not parts:
+            return set()
+        changed: set[int] = set()
+        # Responses first: a response never answers a call in its own event.
+        for part in parts:
+            response = part.function_response
+            if response is None:
+                continue
+            call = self._owner_of(response.id, response.name)
+            if call is not None and not call.answered:
+                call.answered = True
+                self._close(call)
+                changed.add(call.event_index)
+        held_open_ids = event.long_running_tool_ids or ()
+        opened: list[TrackedCall] = []
+        for part_index, part in enumerate(parts):
+            function_call = part.function_call
+            if function_call is None:
+                continue
+            name = function_call.name or ""
+            call = TrackedCall(
+                event_index=index,
+                part_index=part_index,
+                call_id=function_call.id or None,
+                name=name,
+                held_open=name in HELD_OPEN_CALL_NAMES
+                or (function_call.id is not None and function_call.id in held_open_ids),
+            )
+            self.calls.append(call)
+            opened.append(call)
+            if call.call_id is not None:
+                self._newest_by_id[call.call_id] = call
+            else:
+                self._idless_open.setdefault(name, deque()).append(call)
+        if opened:
+            self.open_calls[index] = opened
+            changed.add(index)
+        return changed
+
+    def _owner_of(self, response_id: str | None, name: str | None) -> TrackedCall | None:
+        if response_id:
+            return self._newest_by_id.get(response_id)
+        queue = self._idless_open.get(name or "")
+        return queue.popleft() if queue else None
+
+    def _close(self, call: TrackedCall) -> None:
+        remaining = [c for c in self.open_calls.get(call.event_index, ()) if c is not call]
+        if remaining:
+            self.open_calls[call.event_index] = remaining
+        else:
+            self.open_calls.pop(call.event_index, None)
+
+
+def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
+    """Runs a fresh ledger over `events`, skipping those annulled by rewinds."""
+    if live is None:
+        live = live_event_mask(events)
+    ledger = PairingLedger()
+    for index, event in enumerate(events):
+        if live[index]:
+            ledger.observe(event, index)
+    return ledger
+
+
+@dataclass(frozen=True)
+class PairingReport:
+    """The status of every live function call in a history."""
+
+    calls: tuple[TrackedCall, ...]
+
+    def with_status(self, status: CallStatus) -> list[TrackedCall]:
+        return [call for call in self.calls if call.status is status]
+
+    @property
+    def missing(self) -> list[TrackedCall]:
+        return self.with_status(CallStatus.MISSING)
+
+    @property
+    def pending(self) -> list[TrackedCall]:
+        return self.with_status(CallStatus.PENDING)
+
+    @property
+    def answered(self) -> list[TrackedCall]:
+        return self.with_status(CallStatus.ANSWERED)
+
+    @property
+    def is_healthy(self) -> bool:
+        """True when every call has an answer, so the view adds nothing."""
+        return all(call.answered for call in self.calls)
+
+
+def analyze(events: Iterable[Event]) -> PairingReport:
+    """Classifies every live function call in `events`."""
+    event_list = events if isinstance(events, Sequence) else list(events)
+    return PairingReport(calls=tuple(build_ledger(event_list).calls))

@@ -1,0 +1,157 @@
+"""Building the repaired event list: stored events plus synthetic results.
+
+Pure functions over events. A synthetic event is placed right after the event
+whose calls it answers and is shaped so that ADK's request builder pairs it with
+those calls while ADK's decision logic ignores it:
+
+* its author is the calling agent (never ``"user"``): ADK's interrupt index,
+  confirmation and credential processors only act on user-authored responses;
+* its ``invocation_id`` is empty: resume/replay and interrupt logic read only
+  the current invocation's events, and compaction counts only non-empty
+  invocation ids, so the synthetic event belongs to no invocation;
+* it keeps the call event's branch, isolation scope, node path and timestamp,
+  so it is visible to exactly the agents (and compaction windows) that see
+  the call;
+* a confirmation/credential placeholder keeps the request's function name, so
+  ADK strips it from the model request exactly as it strips the request itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from google.adk.events.event import Event
+from google.genai import types
+
+from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger, live_event_mask
+
+#: Key under ``Event.custom_metadata`` that marks everything adk-pairing adds.
+METADATA_KEY = "adk_pairing"
+
+#: Author used only when the calling event itself has no agent author.
+FALLBACK_AUTHOR = "adk_pairing"
+
+DEFAULT_MISSING_TEXT = (
+    "No result was recorded for this call: the turn that made it ended before "
+    "the tool returned. The tool may or may not have run. Check before "
+    "repeating an action that has side effects."
+)
+DEFAULT_PENDING_TEXT = (
+    "This call is awaiting a response: it is still open (a long-running "
+    "operation, a confirmation or a request for input) and its result has not "
+    "arrived yet. Do not call it again; its result will follow when it arrives."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceholderTexts:
+    """What the model reads in place of a result that is not there."""
+
+    missing: str = DEFAULT_MISSING_TEXT
+    pending: str = DEFAULT_PENDING_TEXT
+
+    def for_status(self, status: CallStatus) -> str:
+        return self.pending if status is CallStatus.PENDING else self.missing
+
+
+def synthetic_event_id(call_event: Event) -> str:
+    """A deterministic id, so the same history always yields the same view."""
+    seed = f"{call_event.id}|{call_event.invocation_id}|{call_event.timestamp!r}"
+    return "adk-pairing-" + hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest()[:24]
+
+
+def is_synthetic(event: Event) -> bool:
+    """Whether `event` was added by adk-pairing (and so is not in the store)."""
+    metadata = event.custom_metadata
+    return bool(metadata and (metadata.get(METADATA_KEY) or {}).get("synthetic"))
+
+
+def _copy_scope(source: Event, fields: dict[str, object]) -> None:
+    """Copies the scoping fields the running ADK version has (feature-detected)."""
+    for name in ("isolation_scope", "node_info"):
+        if name in type(source).model_fields:
+            value = getattr(source, name)
+            fields[name] = value.model_copy() if hasattr(value, "model_copy") else value
+
+
+def make_synthetic_event(
+    call_event: Event, open_calls: Sequence[TrackedCall], texts: PlaceholderTexts
+) -> Event:
+    """One event answering every unanswered call of `call_event`, in call order."""
+    statuses = {call.status for call in open_calls}
+    overall = CallStatus.MISSING if CallStatus.MISSING in statuses else CallStatus.PENDING
+    parts = [
+        types.Part(
+            function_response=types.FunctionResponse(
+                id=call.call_id,
+                name=call.name,
+                response={"status": call.status.value, "message": texts.for_status(call.status)},
+            )
+        )
+        for call in open_calls
+    ]
+    author = call_event.author if call_event.author and call_event.author != "user" else None
+    fields: dict[str, object] = {
+        "id": synthetic_event_id(call_event),
+        "invocation_id": "",
+        "author": author or FALLBACK_AUTHOR,
+        "branch": call_event.branch,
+        "timestamp": call_event.timestamp,
+        "content": types.Content(role="user", parts=parts),
+        "custom_metadata": {
+            METADATA_KEY: {
+                "synthetic": True,
+                "status": overall.value,
+                "call_event_id": call_event.id,
+                "calls": [
+                    {"id": call.call_id, "name": call.name, "status": call.status.value}
+                    for call in open_calls
+                ],
+            }
+        },
+    }
+    _copy_scope(call_event, fields)
+    return Event(**fields)
+
+
+def annotate_call_event(call_event: Event, open_calls: Sequence[TrackedCall]) -> Event:
+    """A copy of `call_event` naming its unanswered calls; the original is untouched."""
+    pending = [c.key for c in open_calls if c.status is CallStatus.PENDING]
+    missing = [c.key for c in open_calls if c.status is CallStatus.MISSING]
+    metadata = dict(call_event.custom_metadata or {})
+    metadata[METADATA_KEY] = {
+        "synthetic_event_id": synthetic_event_id(call_event),
+        "pending": pending,
+        "missing": missing,
+    }
+    return call_event.model_copy(update={"custom_metadata": metadata})
+
+
+def repaired_events(
+    events: Sequence[Event],
+    texts: PlaceholderTexts = PlaceholderTexts(),
+    *,
+    ledger: PairingLedger | None = None,
+) -> list[Event]:
+    """The stored events with a synthetic result after every unanswered call.
+
+    Healthy events are the very objects passed in; only events with unanswered
+    calls are replaced, by annotated copies. Pass `ledger` when it was already
+    built over `events` to avoid a second pass.
+    """
+    if ledger is None:
+        ledger = build_ledger(events, live_event_mask(events))
+    if not ledger.open_calls:
+        return list(events)
+    result: list[Event] = []
+    open_calls = ledger.open_calls
+    for index, event in enumerate(events):
+        calls = open_calls.get(index)
+        if calls is None:
+            result.append(event)
+            continue
+        result.append(annotate_call_event(event, calls))
+        result.append(make_synthetic_event(event, calls, texts))
+    return result
