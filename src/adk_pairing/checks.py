@@ -63,9 +63,7 @@ def anthropic_pairing_violations(contents: Iterable[types.Content]) -> list[str]
     for position, message in enumerate(messages):
         blocks = message["content"]
         if message["role"] == "assistant":
-            tool_use_ids = [
-                _block_field(b, "id") for b in blocks if _block_type(b) == "tool_use"
-            ]
+            tool_use_ids = [_block_field(b, "id") for b in blocks if _block_type(b) == "tool_use"]
             if not tool_use_ids:
                 continue
             following = messages[position + 1] if position + 1 < len(messages) else None

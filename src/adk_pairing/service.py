@@ -107,7 +107,9 @@ class PairingSessionService(BaseSessionService):
         **inner_kwargs: Any,
     ) -> None:
         if inner is not None and uri is not None:
-            raise TypeError("PairingSessionService takes either an inner service or uri=, not both.")
+            raise TypeError(
+                "PairingSessionService takes either an inner service or uri=, not both."
+            )
         if inner is None:
             if uri is None:
                 raise TypeError(
@@ -126,9 +128,7 @@ class PairingSessionService(BaseSessionService):
         if isinstance(inner, PairingSessionService):
             raise TypeError("The inner service is already a PairingSessionService; wrap it once.")
         if not isinstance(inner, BaseSessionService):
-            raise TypeError(
-                f"inner must be an ADK BaseSessionService, got {type(inner).__name__}."
-            )
+            raise TypeError(f"inner must be an ADK BaseSessionService, got {type(inner).__name__}.")
         self._inner = inner
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
@@ -268,8 +268,10 @@ class PairingSessionService(BaseSessionService):
         if not new_events and len(inner_events) == stored_before:
             return
         ledger = view_state.ledger
-        if ledger is None or len(inner_events) < stored_before or any(
-            has_rewind(e) for e in new_events
+        if (
+            ledger is None
+            or len(inner_events) < stored_before
+            or any(has_rewind(e) for e in new_events)
         ):
             self._rebuild(view, view_state)
             return
