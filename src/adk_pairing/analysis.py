@@ -9,7 +9,10 @@ builds a model request:
   response with this id exists somewhere" does not mean "this call was
   answered"). A response in the same event as a call does not answer it.
 * A call without an id is answered by a later id-less response of the same
-  name, one response per call, oldest call first.
+  name. Like ADK's rearranger, the response belongs to the newest preceding
+  event with an id-less call of that name; within that event, responses take
+  the calls in order, one each. (Reaching back to an older event's open call
+  instead would pair a result with a call it is not adjacent to on the wire.)
 * Events annulled by a rewind (``actions.rewind_before_invocation_id``) are
   not sent to the model, so they neither answer calls nor need answers.
 * An unanswered call is *pending* when ADK holds it open on purpose (its id is
@@ -142,6 +145,7 @@ class PairingLedger:
                 changed.add(call.event_index)
         held_open_ids = event.long_running_tool_ids or ()
         opened: list[TrackedCall] = []
+        idless_here: dict[str, deque[TrackedCall]] = {}
         for part_index, part in enumerate(parts):
             function_call = part.function_call
             if function_call is None:
@@ -160,7 +164,9 @@ class PairingLedger:
             if call.call_id is not None:
                 self._newest_by_id[call.call_id] = call
             else:
-                self._idless_open.setdefault(name, deque()).append(call)
+                idless_here.setdefault(name, deque()).append(call)
+        # This event now owns every later id-less response of these names.
+        self._idless_open.update(idless_here)
         if opened:
             self.open_calls[index] = opened
             changed.add(index)

@@ -12,21 +12,33 @@ Requires the ``anthropic`` package (``pip install 'adk-pairing[anthropic]'``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from google.genai import types
 
 
-def _converter() -> Any:
+def _converter() -> Callable[[types.Content], dict[str, Any]]:
+    """ADK's content converter, sharing one tool-id sanitizer per conversation.
+
+    ``AnthropicLlm`` converts a whole request with one ``_ToolUseIdSanitizer``,
+    which is how a call without an id and its id-less result get the same
+    fallback id. The public ``content_to_message_param`` makes a new sanitizer
+    per content, so it is used only where the private pair is absent.
+    """
     try:
-        from google.adk.models.anthropic_llm import content_to_message_param
+        from google.adk.models import anthropic_llm
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError(
             "Checking the Anthropic pairing rule needs the anthropic package: "
             "pip install 'adk-pairing[anthropic]'"
         ) from error
-    return content_to_message_param
+    convert = getattr(anthropic_llm, "_content_to_message_param", None)
+    sanitizer_type = getattr(anthropic_llm, "_ToolUseIdSanitizer", None)
+    if convert is None or sanitizer_type is None:
+        return anthropic_llm.content_to_message_param
+    sanitizer = sanitizer_type()
+    return lambda content: convert(content, sanitizer)
 
 
 def to_anthropic_messages(contents: Iterable[types.Content]) -> list[dict[str, Any]]:

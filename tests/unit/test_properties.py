@@ -1,0 +1,202 @@
+"""Property tests: for any generated history, the repaired view pairs every call.
+
+Histories are built from turns: a user message, a model event with parallel
+calls (ids drawn from a tiny pool so they repeat across turns, some without an
+id, some long-running, sometimes a trailing text part), then results for a
+subset of the calls, split over one or two events, sometimes followed by a
+model reply. Two checks:
+
+* placed next to their calls, results need no help from ADK: the repaired
+  list converted with ADK's Anthropic converter must satisfy the rule;
+* results may also arrive late (after later turns); then the history goes
+  through ADK's own request builder first, as it would on the wire.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from google.adk.events.event import Event
+from google.genai import types
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adk_pairing import analyze, is_synthetic, repaired_events
+from adk_pairing.checks import anthropic_pairing_violations
+
+from .events import AGENT, call, model_event, response, response_event, user_text
+
+ID_POOL = ["call_1", "call_2", "call_3", "call_4"]
+NAMES = ["search", "fetch"]
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    call_id: str | None
+    name: str
+    long_running: bool
+    answered: bool
+    late: bool
+
+
+@dataclass(frozen=True)
+class PlannedTurn:
+    calls: tuple[PlannedCall, ...]
+    trailing_text: bool
+    split_answers: bool
+    model_reply: bool
+
+
+@st.composite
+def planned_turns(draw: st.DrawFn, allow_late: bool) -> PlannedTurn:
+    count = draw(st.integers(min_value=0, max_value=4))
+    ids = draw(st.lists(st.sampled_from(ID_POOL), min_size=count, max_size=count, unique=True))
+    calls = []
+    idless_names: set[str] = set()
+    for call_id in ids:
+        name = draw(st.sampled_from(NAMES))
+        idless = draw(st.booleans()) and draw(st.booleans())
+        if idless and allow_late and idless_names:
+            # ADK's request builder merges the response events of one call event
+            # keyed by response id, so two id-less calls answered by separate
+            # events lose a result there even in a healthy history. Not ours to
+            # fix (see the README's limitations); keep one id-less call per event.
+            idless = False
+        if idless:
+            idless_names.add(name)
+        calls.append(
+            PlannedCall(
+                call_id=None if idless else call_id,
+                name=name,
+                long_running=not idless and draw(st.booleans()) and draw(st.booleans()),
+                answered=draw(st.booleans()),
+                late=allow_late and not idless and draw(st.booleans()),
+            )
+        )
+    return PlannedTurn(
+        calls=tuple(calls),
+        trailing_text=draw(st.booleans()),
+        split_answers=draw(st.booleans()),
+        model_reply=draw(st.booleans()),
+    )
+
+
+def build_history(turns: list[PlannedTurn]) -> list[Event]:
+    """Turns the plan into ADK events; late results land after the last turn."""
+    events: list[Event] = []
+    late: list[types.Part] = []
+    for number, turn in enumerate(turns):
+        invocation = f"inv-{number}"
+        events.append(user_text(f"turn {number}", invocation_id=invocation))
+        if not turn.calls:
+            events.append(model_event([types.Part(text="ok")], invocation_id=invocation))
+            continue
+        parts = [call(c.call_id, c.name) for c in turn.calls]
+        if turn.trailing_text:
+            parts.append(types.Part(text="let me check"))
+        long_running = [c.call_id for c in turn.calls if c.long_running and c.call_id]
+        events.append(model_event(parts, invocation_id=invocation, long_running=long_running))
+        now = [response(c.call_id, c.name) for c in turn.calls if c.answered and not c.late]
+        late.extend(response(c.call_id, c.name) for c in turn.calls if c.answered and c.late)
+        groups = [now[:1], now[1:]] if turn.split_answers else [now]
+        for group in groups:
+            if group:
+                events.append(response_event(group, invocation_id=invocation))
+        if turn.model_reply:
+            events.append(model_event([types.Part(text="done")], invocation_id=invocation))
+    if late:
+        events.append(response_event(late, invocation_id="inv-late", author="user"))
+    return events
+
+
+def contents_of(events: list[Event]) -> list[types.Content]:
+    return [e.content for e in events if e.content is not None]
+
+
+def adk_request_contents(events: list[Event]) -> list[types.Content]:
+    """The contents ADK's request builder makes from `events` for the agent."""
+    from google.adk.flows.llm_flows.contents import _get_contents
+
+    return _get_contents(None, events, AGENT, preserve_function_call_ids=True)
+
+
+turn_lists = st.lists(planned_turns(allow_late=False), min_size=1, max_size=6)
+late_turn_lists = st.lists(planned_turns(allow_late=True), min_size=1, max_size=6)
+common = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@common
+@given(turn_lists)
+def test_repaired_history_satisfies_anthropic_pairing(turns: list[PlannedTurn]) -> None:
+    events = build_history(turns)
+    assert anthropic_pairing_violations(contents_of(repaired_events(events))) == []
+
+
+@common
+@given(turn_lists)
+def test_unrepaired_history_fails_exactly_when_a_call_is_unanswered(
+    turns: list[PlannedTurn],
+) -> None:
+    events = build_history(turns)
+    healthy = analyze(events).is_healthy
+    assert (anthropic_pairing_violations(contents_of(events)) == []) == healthy
+
+
+@common
+@given(turn_lists)
+def test_healthy_history_is_returned_unchanged(turns: list[PlannedTurn]) -> None:
+    events = build_history(turns)
+    repaired = repaired_events(events)
+    if analyze(events).is_healthy:
+        assert all(a is b for a, b in zip(repaired, events, strict=True))
+        assert len(repaired) == len(events)
+    else:
+        assert len(repaired) > len(events)
+
+
+@common
+@given(turn_lists)
+def test_view_keeps_every_stored_event_in_order_and_adds_only_marked_events(
+    turns: list[PlannedTurn],
+) -> None:
+    events = build_history(turns)
+    repaired = repaired_events(events)
+    kept = [e for e in repaired if not is_synthetic(e)]
+    assert [e.id for e in kept] == [e.id for e in events]
+    assert [e.content for e in kept] == [e.content for e in events]
+    synthetic = [e for e in repaired if is_synthetic(e)]
+    assert all(e.author != "user" and e.invocation_id == "" for e in synthetic)
+    unanswered = [c for c in analyze(events).calls if c.status.value != "answered"]
+    assert sum(len(e.get_function_responses()) for e in synthetic) == len(unanswered)
+
+
+@common
+@given(turn_lists)
+def test_repairing_a_repaired_view_adds_nothing(turns: list[PlannedTurn]) -> None:
+    repaired = repaired_events(build_history(turns))
+    assert analyze(repaired).is_healthy
+    assert len(repaired_events(repaired)) == len(repaired)
+
+
+@common
+@given(late_turn_lists)
+def test_request_built_by_adk_from_the_view_satisfies_anthropic_pairing(
+    turns: list[PlannedTurn],
+) -> None:
+    events = build_history(turns)
+    assert anthropic_pairing_violations(adk_request_contents(repaired_events(events))) == []
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_guard_adk_request_from_an_unrepaired_history_can_violate_the_rule(late: bool) -> None:
+    """Without the view, a pending long-running call reaches the wire unanswered."""
+    events = [
+        user_text("start"),
+        model_event([call("lro-1", "wait")], long_running=["lro-1"]),
+        user_text("anything new?"),
+    ]
+    if late:
+        events.append(response_event([response("other")], author="user"))
+    assert anthropic_pairing_violations(adk_request_contents(events))
+    assert anthropic_pairing_violations(adk_request_contents(repaired_events(events))) == []

@@ -1,0 +1,135 @@
+"""Construction of the repaired event list and of its synthetic events."""
+
+from __future__ import annotations
+
+from google.adk.events.event import Event
+
+from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repaired_events
+from adk_pairing.checks import anthropic_pairing_violations
+
+from .events import AGENT, call, model_event, response, response_event, user_text
+
+
+def contents(events: list[Event]) -> list:
+    return [e.content for e in events if e.content is not None]
+
+
+def test_healthy_history_is_returned_as_the_same_event_objects() -> None:
+    events = [user_text(), model_event([call("c1")]), response_event([response("c1")])]
+    repaired = repaired_events(events)
+    assert repaired == events
+    assert all(a is b for a, b in zip(repaired, events, strict=True))
+
+
+def test_synthetic_result_follows_the_call_event_and_answers_every_open_call_in_order() -> None:
+    call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
+    events = [user_text(), call_event, response_event([response("c2", "other")]), user_text("x")]
+    repaired = repaired_events(events)
+    assert len(repaired) == len(events) + 1
+    synthetic = repaired[2]
+    assert is_synthetic(synthetic)
+    assert [(r.id, r.name) for r in synthetic.get_function_responses()] == [
+        ("c1", "lookup"),
+        ("c3", "lookup"),
+    ]
+    assert repaired[3] is events[2]
+
+
+def test_synthetic_event_is_authored_by_the_calling_agent_never_user() -> None:
+    repaired = repaired_events([model_event([call("c1")])])
+    assert repaired[1].author == AGENT
+
+
+def test_synthetic_event_for_a_user_authored_call_is_not_authored_user() -> None:
+    repaired = repaired_events([model_event([call("c1")], author="user")])
+    assert repaired[1].author not in ("user", "")
+
+
+def test_synthetic_event_belongs_to_no_invocation_and_keeps_scope_and_time() -> None:
+    call_event = model_event([call("c1")], branch="root.child", invocation_id="inv-7")
+    call_event.isolation_scope = "task-1"
+    call_event.node_info.path = "wf/node@1"
+    synthetic = repaired_events([call_event])[1]
+    assert synthetic.invocation_id == ""
+    assert synthetic.branch == "root.child"
+    assert synthetic.isolation_scope == "task-1"
+    assert synthetic.node_info.path == "wf/node@1"
+    assert synthetic.node_info is not call_event.node_info
+    assert synthetic.timestamp == call_event.timestamp
+
+
+def test_synthetic_event_id_is_deterministic_for_the_same_history() -> None:
+    events = [user_text(), model_event([call("c1")])]
+    assert repaired_events(events)[2].id == repaired_events(events)[2].id
+    assert repaired_events(events)[2].id != events[1].id
+
+
+def test_metadata_marks_the_synthetic_event_and_its_status() -> None:
+    events = [model_event([call("lro", "wait"), call("c2")], long_running=["lro"])]
+    annotated, synthetic = repaired_events(events)
+    marker = synthetic.custom_metadata[METADATA_KEY]
+    assert marker["synthetic"] is True
+    assert marker["status"] == "missing"
+    assert [c["status"] for c in marker["calls"]] == ["pending", "missing"]
+    assert annotated.custom_metadata[METADATA_KEY]["pending"] == ["lro"]
+    assert annotated.custom_metadata[METADATA_KEY]["missing"] == ["c2"]
+
+
+def test_only_pending_calls_give_a_pending_synthetic_event() -> None:
+    events = [model_event([call("lro", "wait")], long_running=["lro"])]
+    synthetic = repaired_events(events)[1]
+    assert synthetic.custom_metadata[METADATA_KEY]["status"] == "pending"
+
+
+def test_call_event_in_the_view_is_an_annotated_copy_and_the_stored_event_is_untouched() -> None:
+    stored = model_event([call("c1")])
+    stored.custom_metadata = {"mine": 1}
+    before = stored.model_dump()
+    annotated = repaired_events([stored])[0]
+    assert annotated is not stored
+    assert stored.model_dump() == before
+    assert annotated.custom_metadata["mine"] == 1
+    assert annotated.custom_metadata[METADATA_KEY]["missing"] == ["c1"]
+    assert not is_synthetic(annotated)
+
+
+def test_idless_call_is_annotated_by_function_name() -> None:
+    annotated = repaired_events([model_event([call(None, "search")])])[0]
+    assert annotated.custom_metadata[METADATA_KEY]["missing"] == ["search"]
+
+
+def test_pending_and_missing_calls_read_different_texts_that_are_configurable() -> None:
+    events = [model_event([call("lro", "wait"), call("c2")], long_running=["lro"])]
+    default = repaired_events(events)[1].get_function_responses()
+    assert "awaiting a response" in default[0].response["message"]
+    assert "no result was recorded" in default[1].response["message"].lower()
+    custom = repaired_events(events, PlaceholderTexts(missing="M", pending="P"))[1]
+    assert [r.response for r in custom.get_function_responses()] == [
+        {"status": "pending", "message": "P"},
+        {"status": "missing", "message": "M"},
+    ]
+
+
+def test_confirmation_placeholder_keeps_the_request_name_so_adk_strips_it_from_requests() -> None:
+    events = [model_event([call("conf-1", "adk_request_confirmation")])]
+    synthetic = repaired_events(events)[1]
+    assert synthetic.get_function_responses()[0].name == "adk_request_confirmation"
+    assert synthetic.get_function_responses()[0].response["status"] == "pending"
+    assert "confirmed" not in synthetic.get_function_responses()[0].response
+
+
+def test_checker_rejects_the_unrepaired_history_and_accepts_the_repaired_one() -> None:
+    events = [
+        user_text(),
+        model_event([call("c1"), call("c2")]),
+        response_event([response("c2")]),
+        user_text("are you there?"),
+    ]
+    assert anthropic_pairing_violations(contents(events))
+    assert anthropic_pairing_violations(contents(repaired_events(events))) == []
+
+
+def test_checker_rejects_results_that_come_after_another_block() -> None:
+    events = [model_event([call("c1")]), user_text("interrupting"), response_event([response("c1")])]
+    violations = anthropic_pairing_violations(contents(events))
+    assert any("without tool_result blocks immediately after" in v for v in violations)
