@@ -1,0 +1,215 @@
+"""The decorator's own logic, on ADK's in-process InMemorySessionService.
+
+Backends with servers are proven in tests/integration; these tests pin what
+the shell does regardless of the store: delegation, keeping the view current
+on every append, logging, and falling back to the stored session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.sessions import InMemorySessionService
+from google.adk.sessions.base_session_service import GetSessionConfig
+from hypothesis import HealthCheck, given, settings
+
+from adk_pairing import PairedSession, PairingSessionService, is_synthetic
+from adk_pairing import service as service_module
+
+from .events import call, model_event, response, response_event, user_text
+from .test_properties import PlannedTurn, build_history, turn_lists
+
+APP, USER = "app", "user"
+
+
+def fingerprint(events: list[Event]) -> list[tuple[Any, ...]]:
+    return [
+        (e.id, e.author, e.invocation_id, e.content, e.custom_metadata, e.timestamp)
+        for e in events
+    ]
+
+
+async def fresh(service: PairingSessionService, session_id: str, **kw: Any) -> PairedSession:
+    view = await service.get_session(app_name=APP, user_id=USER, session_id=session_id, **kw)
+    assert isinstance(view, PairedSession)
+    return view
+
+
+async def test_create_session_returns_a_view_that_appends_reach_the_store() -> None:
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER, state={"k": 1})
+    assert isinstance(view, PairedSession)
+    await service.append_event(view, user_text())
+    stored = await service.inner.get_session(app_name=APP, user_id=USER, session_id=view.id)
+    assert len(stored.events) == 1
+    assert view.state == {"k": 1}
+    assert view.last_update_time == stored.last_update_time
+
+
+async def test_append_keeps_the_view_equal_to_a_fresh_read_through_a_whole_turn() -> None:
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    steps = [
+        user_text(),
+        model_event([call("a"), call("lro", "wait")], long_running=["lro"]),
+        response_event([response("a")]),
+        model_event([call("b")]),
+        response_event([response("b")]),
+        response_event([response("lro", "wait")], author="user"),
+    ]
+    for event in steps:
+        await service.append_event(view, event)
+        assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+    assert not any(is_synthetic(e) for e in view.events)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turn_lists)
+def test_incremental_view_equals_fresh_view_after_every_append(
+    turns: list[PlannedTurn],
+) -> None:
+    async def scenario() -> int:
+        service = PairingSessionService(InMemorySessionService())
+        view = await service.create_session(app_name=APP, user_id=USER)
+        compared = 0
+        for event in build_history(turns):
+            await service.append_event(view, event)
+            assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+            compared += 1
+        return compared
+
+    # Hypothesis cannot await; running the scenario here makes sure it really ran.
+    assert asyncio.run(scenario()) > 0
+
+
+async def test_stored_events_never_contain_synthetic_events_or_annotations() -> None:
+    inner = InMemorySessionService()
+    service = PairingSessionService(inner)
+    view = await service.create_session(app_name=APP, user_id=USER)
+    for event in [user_text(), model_event([call("c1")]), user_text("next")]:
+        await service.append_event(view, event)
+    assert any(is_synthetic(e) for e in view.events)
+    stored = await inner.get_session(app_name=APP, user_id=USER, session_id=view.id)
+    assert len(stored.events) == 3
+    assert all("adk_pairing" not in (e.custom_metadata or {}) for e in stored.events)
+
+
+async def test_session_config_window_still_gets_a_repaired_view() -> None:
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    for event in [user_text(), model_event([call("c1")]), user_text("a"), user_text("b")]:
+        await service.append_event(view, event)
+    window = await fresh(service, view.id, config=GetSessionConfig(num_recent_events=3))
+    assert [is_synthetic(e) for e in window.events] == [False, True, False, False]
+
+
+async def test_rewind_appended_through_the_view_rebuilds_it() -> None:
+    from .events import rewind_event
+
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    for event in [
+        model_event([call("c1")], invocation_id="inv-1"),
+        response_event([response("c1")], invocation_id="inv-2"),
+    ]:
+        await service.append_event(view, event)
+    assert not any(is_synthetic(e) for e in view.events)
+    await service.append_event(view, rewind_event("inv-2"))
+    assert any(is_synthetic(e) for e in view.events)
+    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+
+
+async def test_missing_call_is_logged_once_per_process_and_pending_calls_stay_quiet(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id="logger-user")
+    secret_args = model_event([call("c1"), call("lro", "wait")], long_running=["lro"])
+    await service.append_event(view, secret_args)
+    caplog.set_level(logging.WARNING, logger="adk_pairing")
+    for _ in range(3):
+        await service.get_session(app_name=APP, user_id="logger-user", session_id=view.id)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    for expected in ("c1", "lookup", APP, "logger-user", view.id):
+        assert expected in message
+    assert "lro" not in message
+    assert '"q"' not in message and "'q'" not in message
+
+
+async def test_repair_failure_returns_the_stored_session_and_logs_the_session_key(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    await service.append_event(view, model_event([call("c1")]))
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("malformed history")
+
+    monkeypatch.setattr(service_module, "repaired_events", broken)
+    caplog.set_level(logging.ERROR, logger="adk_pairing")
+    session = await service.get_session(app_name=APP, user_id=USER, session_id=view.id)
+    assert not isinstance(session, PairedSession)
+    assert len(session.events) == 1
+    assert any(view.id in r.getMessage() for r in caplog.records)
+    # The unrepaired session still works as a session: appends reach the store.
+    await service.append_event(session, user_text("still alive"))
+    stored = await service.inner.get_session(app_name=APP, user_id=USER, session_id=view.id)
+    assert len(stored.events) == 2
+
+
+async def test_unknown_session_is_none() -> None:
+    service = PairingSessionService(InMemorySessionService())
+    assert await service.get_session(app_name=APP, user_id=USER, session_id="nope") is None
+
+
+class RecordingInMemory(InMemorySessionService):
+    """Records which optional methods the decorator forwarded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    async def flush(self) -> None:
+        self.calls.append("flush")
+
+    async def close(self) -> None:
+        self.calls.append("close")
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        self.calls.append("get_user_state")
+        return {"theme": "dark"}
+
+
+async def test_optional_methods_are_forwarded_to_the_inner_service() -> None:
+    inner = RecordingInMemory()
+    async with PairingSessionService(inner) as service:
+        assert await service.get_user_state(app_name=APP, user_id=USER) == {"theme": "dark"}
+        await service.flush()
+    assert inner.calls == ["get_user_state", "flush", "close"]
+
+
+async def test_list_and_delete_are_forwarded() -> None:
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    listed = await service.list_sessions(app_name=APP, user_id=USER)
+    assert [s.id for s in listed.sessions] == [view.id]
+    await service.delete_session(app_name=APP, user_id=USER, session_id=view.id)
+    assert (await service.list_sessions(app_name=APP, user_id=USER)).sessions == []
+
+
+def test_constructor_errors_name_the_fix() -> None:
+    with pytest.raises(TypeError, match="DatabaseSessionService"):
+        PairingSessionService()
+    with pytest.raises(TypeError, match="BaseSessionService"):
+        PairingSessionService(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="wrap it once"):
+        PairingSessionService(PairingSessionService(InMemorySessionService()))
+    with pytest.raises(TypeError, match="only accepted together with uri="):
+        PairingSessionService(InMemorySessionService(), pool_size=3)
