@@ -6,7 +6,10 @@ by a synthetic result, so providers that enforce strict call/result pairing
 accept the conversation. The stored history is never modified.
 """
 
+from .adk_services import register_pairing_schemes
 from .analysis import CallStatus, PairingReport, TrackedCall, analyze
+from .config import ConfigError, load_config, load_session_service
+from .factory import create_session_service, mask_uri
 from .repair import (
     DEFAULT_MISSING_TEXT,
     DEFAULT_PENDING_TEXT,
@@ -22,12 +25,18 @@ __all__ = [
     "DEFAULT_PENDING_TEXT",
     "METADATA_KEY",
     "CallStatus",
+    "ConfigError",
     "PairedSession",
     "PairingReport",
     "PairingSessionService",
     "PlaceholderTexts",
     "TrackedCall",
     "analyze",
+    "create_session_service",
     "is_synthetic",
+    "load_config",
+    "load_session_service",
+    "mask_uri",
+    "register_pairing_schemes",
     "repaired_events",
 ]

@@ -1,0 +1,112 @@
+"""Registering ``pairing+…`` schemes with ADK's CLI service registry.
+
+``adk web`` and ``adk api_server`` look ``--session_service_uri`` up in ADK's
+service registry by its *whole* scheme (``urlparse(uri).scheme``, see
+``google/adk/cli/service_registry.py``, ``ServiceRegistry.create_session_service``):
+``pairing+postgresql+asyncpg`` is one scheme, and there is no prefix matching.
+An unknown scheme silently falls through to ``DatabaseSessionService``, which
+then fails on the ``pairing+`` dialect name. So every ``pairing+<scheme>`` that
+should work has to be registered by name; `register_pairing_schemes` does that
+for every scheme ADK knows, the common SQLAlchemy async drivers and Redis.
+
+Call it from ``services.py`` in the agents directory ADK is started with::
+
+    from adk_pairing import register_pairing_schemes
+
+    register_pairing_schemes()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from google.adk.sessions.base_session_service import BaseSessionService
+
+from .factory import PAIRING_PREFIX, REDIS_SCHEMES, create_inner_session_service
+
+#: Async SQLAlchemy dialect+driver schemes that ``DatabaseSessionService``
+#: accepts but ADK's registry does not list (it reaches them by fallback).
+SQLALCHEMY_ASYNC_SCHEMES = (
+    "postgresql+asyncpg",
+    "postgresql+psycopg",
+    "postgresql+psycopg_async",
+    "mysql+aiomysql",
+    "mysql+asyncmy",
+    "mariadb+aiomysql",
+    "mariadb+asyncmy",
+    "sqlite+aiosqlite",
+)
+
+#: Used when the registry does not expose its schemes (a private attribute).
+_ADK_BUILTIN_SESSION_SCHEMES = ("memory", "agentengine", "sqlite", "postgresql", "mysql")
+
+
+def _registry_session_schemes(registry: Any) -> list[str]:
+    """The session schemes already in `registry`.
+
+    ADK's ``ServiceRegistry`` has no public way to list schemes; it keeps them
+    in ``_session_factories``. Read it when present, else assume ADK's built-ins.
+    """
+    factories = getattr(registry, "_session_factories", None)
+    if isinstance(factories, dict):
+        return [str(scheme) for scheme in factories]
+    return list(_ADK_BUILTIN_SESSION_SCHEMES)
+
+
+def register_pairing_schemes(
+    *,
+    missing_text: str | None = None,
+    pending_text: str | None = None,
+    extra_schemes: Iterable[str] = (),
+    registry: Any = None,
+) -> list[str]:
+    """Registers ``pairing+<scheme>`` session schemes with ADK's service registry.
+
+    Covers every session scheme the registry holds when called (ADK's built-ins
+    plus any registered earlier, e.g. by ``services.yaml``, which ADK loads
+    before ``services.py``), the async SQLAlchemy drivers ADK reaches through
+    its ``DatabaseSessionService`` fallback, ``redis``/``rediss``, and
+    `extra_schemes`. Each factory builds the inner service exactly as
+    `adk_pairing.create_session_service` does, so ``--session_db_kwargs``
+    reach the inner service.
+
+    Args:
+      missing_text: Placeholder text for calls with no recorded result.
+      pending_text: Placeholder text for calls ADK still holds open.
+      extra_schemes: More inner schemes to wrap, e.g. a scheme you register
+        after this call or another SQLAlchemy dialect+driver.
+      registry: The registry to fill; ADK's singleton when omitted.
+
+    Returns:
+      The registered ``pairing+…`` schemes, sorted.
+    """
+    if registry is None:
+        from google.adk.cli.service_registry import get_service_registry
+
+        registry = get_service_registry()
+
+    inner_schemes = {
+        scheme.lower()
+        for scheme in (
+            *_registry_session_schemes(registry),
+            *SQLALCHEMY_ASYNC_SCHEMES,
+            *REDIS_SCHEMES,
+            *extra_schemes,
+        )
+        if scheme and not scheme.lower().startswith(PAIRING_PREFIX)
+    }
+
+    def pairing_factory(uri: str, **kwargs: Any) -> BaseSessionService:
+        from .service import PairingSessionService
+
+        return PairingSessionService(
+            create_inner_session_service(uri, **kwargs),
+            missing_text=missing_text,
+            pending_text=pending_text,
+        )
+
+    registered = sorted(PAIRING_PREFIX + scheme for scheme in inner_schemes)
+    for scheme in registered:
+        registry.register_session_service(scheme, pairing_factory)
+    return registered
