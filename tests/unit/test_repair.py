@@ -130,6 +130,10 @@ def test_checker_rejects_the_unrepaired_history_and_accepts_the_repaired_one() -
 
 
 def test_checker_rejects_results_that_come_after_another_block() -> None:
-    events = [model_event([call("c1")]), user_text("interrupting"), response_event([response("c1")])]
+    events = [
+        model_event([call("c1")]),
+        user_text("interrupting"),
+        response_event([response("c1")]),
+    ]
     violations = anthropic_pairing_violations(contents(events))
     assert any("without tool_result blocks immediately after" in v for v in violations)

@@ -28,8 +28,7 @@ APP, USER = "app", "user"
 
 def fingerprint(events: list[Event]) -> list[tuple[Any, ...]]:
     return [
-        (e.id, e.author, e.invocation_id, e.content, e.custom_metadata, e.timestamp)
-        for e in events
+        (e.id, e.author, e.invocation_id, e.content, e.custom_metadata, e.timestamp) for e in events
     ]
 
 
