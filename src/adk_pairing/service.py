@@ -184,7 +184,12 @@ class PairingSessionService(BaseSessionService):
         await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await self._inner.get_user_state(app_name=app_name, user_id=user_id)
+        get_user_state = getattr(self._inner, "get_user_state", None)
+        if get_user_state is None:  # google-adk releases before get_user_state existed
+            raise NotImplementedError(
+                f"{type(self._inner).__name__} does not support get_user_state."
+            )
+        return await get_user_state(app_name=app_name, user_id=user_id)
 
     async def flush(self) -> None:
         flush = getattr(self._inner, "flush", None)
