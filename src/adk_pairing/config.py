@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-import sys
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +45,6 @@ from .factory import (
     mask_secrets,
     mask_uri,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from .service import PairingSessionService
