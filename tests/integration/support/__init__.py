@@ -1,0 +1,1 @@
+"""Reusable pieces for integration tests: a scripted model, backends, scenario helpers."""

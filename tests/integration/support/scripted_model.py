@@ -1,0 +1,192 @@
+"""A scripted stand-in for an LLM provider that checks every request it receives.
+
+The runner under test is a real `google.adk.runners.Runner`; only the provider
+is replaced. Each request is recorded (a deep copy, because ADK reuses and
+mutates request objects) together with the Anthropic pairing violations of its
+contents, so a test can assert "every request the model received was valid".
+
+Two model classes share one `Script`:
+
+* `ScriptedClaude` subclasses ADK's `AnthropicLlm`. ADK recognises it as a
+  provider that pairs calls and results *by id*, so it keeps ADK's own
+  ``adk-...`` fallback ids in requests (``_contents._is_id_pairing_model``),
+  exactly as it does for Claude. This is the default: it is the provider
+  adk-pairing exists for.
+* `ScriptedGemini` is a plain `BaseLlm`; ADK strips ``adk-`` ids from its
+  requests, as it does for Gemini.
+
+With ``Script(strict=True)`` the model behaves like Anthropic's API on an
+invalid request: it raises `AnthropicPairingRejected` instead of answering.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.models.anthropic_llm import AnthropicLlm
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+
+from adk_pairing.checks import anthropic_pairing_violations
+
+#: One scripted step: a fixed response, or a function of the request.
+Step = LlmResponse | Callable[[LlmRequest], LlmResponse]
+
+
+class AnthropicPairingRejected(Exception):
+    """What Anthropic's API answers (HTTP 400) to a request with unpaired tool_use ids."""
+
+
+class ScriptExhausted(AssertionError):
+    """The runner asked the model for more responses than the test scripted."""
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the model received it, and what was wrong with it."""
+
+    contents: list[types.Content]
+    violations: list[str]
+
+    @property
+    def function_responses(self) -> list[types.FunctionResponse]:
+        return [
+            part.function_response
+            for content in self.contents
+            for part in content.parts or ()
+            if part.function_response is not None
+        ]
+
+    @property
+    def function_calls(self) -> list[types.FunctionCall]:
+        return [
+            part.function_call
+            for content in self.contents
+            for part in content.parts or ()
+            if part.function_call is not None
+        ]
+
+    def responses_with_status(self, status: str) -> list[types.FunctionResponse]:
+        """Function responses whose payload says ``status`` (placeholders carry one)."""
+        return [
+            response
+            for response in self.function_responses
+            if isinstance(response.response, dict) and response.response.get("status") == status
+        ]
+
+    def texts(self) -> list[str]:
+        return [part.text for content in self.contents for part in content.parts or () if part.text]
+
+
+@dataclass
+class Script:
+    """The responses to give, in order, and the record of what was asked.
+
+    Shared by reference between a model and any copy ADK makes of it, so the
+    test always reads the complete record.
+    """
+
+    steps: list[Step] = field(default_factory=list)
+    strict: bool = False
+    requests: list[RecordedRequest] = field(default_factory=list)
+
+    def extend(self, steps: Iterable[Step]) -> None:
+        self.steps.extend(steps)
+
+    def respond(self, llm_request: LlmRequest) -> LlmResponse:
+        contents = copy.deepcopy(list(llm_request.contents or ()))
+        violations = anthropic_pairing_violations(contents)
+        self.requests.append(RecordedRequest(contents=contents, violations=violations))
+        if violations and self.strict:
+            raise AnthropicPairingRejected(
+                "messages: tool_use ids were found without tool_result blocks "
+                f"immediately after: {violations}"
+            )
+        if not self.steps:
+            raise ScriptExhausted(f"request #{len(self.requests)} has no scripted response left")
+        step = self.steps.pop(0)
+        return step(llm_request) if callable(step) else step.model_copy(deep=True)
+
+    @property
+    def all_valid(self) -> bool:
+        return all(not request.violations for request in self.requests)
+
+    def all_violations(self) -> list[str]:
+        return [v for request in self.requests for v in request.violations]
+
+    @property
+    def last(self) -> RecordedRequest:
+        return self.requests[-1]
+
+
+class ScriptedGemini(BaseLlm):
+    """A scripted model ADK treats like Gemini (it strips ``adk-`` ids from requests)."""
+
+    model: str = "scripted-gemini"
+    script: Script
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        yield self.script.respond(llm_request)
+
+
+class ScriptedClaude(AnthropicLlm):
+    """A scripted model ADK treats like Claude (it keeps call ids in requests)."""
+
+    model: str = "scripted-claude"
+    script: Script
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        yield self.script.respond(llm_request)
+
+
+# -- building responses ------------------------------------------------------
+
+
+def call(name: str, args: dict[str, Any] | None = None, id: str | None = None) -> types.Part:
+    """A function-call part; ``id=None`` makes a call without an id."""
+    return types.Part(function_call=types.FunctionCall(name=name, args=args or {}, id=id))
+
+
+def calls(*parts: types.Part, text: str | None = None) -> LlmResponse:
+    """A model turn with the given call parts (parallel when several), then optional text."""
+    all_parts = list(parts)
+    if text is not None:
+        all_parts.append(types.Part(text=text))
+    return LlmResponse(content=types.Content(role="model", parts=all_parts))
+
+
+def text(message: str) -> LlmResponse:
+    """A final text answer."""
+    return LlmResponse(content=types.Content(role="model", parts=[types.Part(text=message)]))
+
+
+def user_text(message: str) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=message)])
+
+
+def function_responses(
+    *responses: tuple[str, str, dict[str, Any]],
+) -> types.Content:
+    """A user message carrying function responses, given as ``(id, name, payload)``."""
+    return types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(id=call_id, name=name, response=payload)
+            )
+            for call_id, name, payload in responses
+        ],
+    )
+
+
+def response_ids(responses: Sequence[types.FunctionResponse]) -> list[str | None]:
+    return [response.id for response in responses]
