@@ -219,7 +219,7 @@ _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
 
 _EXPECTED = {
     "session_service": "a table/mapping with keys: " + _allowed_keys(SessionServiceBlock),
-    "session_service.uri": "a string, e.g. pairing+postgresql+asyncpg://user@host:5432/db",
+    "session_service.uri": "a string (e.g. pairing+postgresql+asyncpg://user@host:5432/db)",
     "session_service.pairing": (
         "a table/mapping with keys: " + _allowed_keys(PairingBlock) + " (may be empty)"
     ),
