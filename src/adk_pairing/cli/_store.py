@@ -1,0 +1,168 @@
+"""Opening a store for reading only.
+
+`scan` and `show` promise never to write. Avoiding write calls is not enough:
+ADK's session services write on their own when they meet a store they did not
+create (``DatabaseSessionService.prepare_tables`` creates missing tables and
+indexes and records a schema version; ``SqliteSessionService`` creates the
+file and its schema). So SQL stores are opened through read-only connections,
+and the database itself refuses any write:
+
+* PostgreSQL: every transaction starts read-only
+  (``default_transaction_read_only=on``);
+* SQLite: the file is opened with ``mode=ro`` (and must already exist);
+* other stores (Redis, Vertex AI, custom schemes) have no such switch; for
+  them the guarantee is that this tool calls only ``list_sessions`` and
+  ``get_session``.
+
+The inner service is built by `adk_pairing.factory.create_inner_session_service`
+(ADK's own resolution of URIs); a ``pairing+`` prefix is dropped, since an
+operator reads what is stored, not the repaired view.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from google.adk.sessions.base_session_service import BaseSessionService
+
+from ..factory import create_inner_session_service, inner_uri, mask_uri
+from ._common import CliError
+
+#: Seconds to wait for a PostgreSQL connection before calling the server unreachable.
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+@dataclass
+class OpenedStore:
+    """A read-only inner service and what the operator should be told about it."""
+
+    service: BaseSessionService
+    uri: str
+    read_only: str
+
+    @property
+    def masked_uri(self) -> str:
+        return mask_uri(self.uri)
+
+    async def close(self) -> None:
+        close = getattr(self.service, "close", None)
+        if close is None:
+            return
+        result = close()
+        if inspect.isawaitable(result):
+            await result
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as factory keyword arguments (JSON values, else text)."""
+    options: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--option {pair!r} is not KEY=VALUE, e.g. -o key_prefix=myapp:")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        options[key.strip()] = value
+    return options
+
+
+def _scheme(uri: str) -> str:
+    return urlsplit(uri).scheme.lower() if "://" in uri else ""
+
+
+def _sqlite_path(uri: str) -> str:
+    """The file path of a SQLite URL, following SQLAlchemy's slash convention."""
+    path = unquote(urlsplit(uri).path)
+    return path[1:] if path.startswith("/") else path
+
+
+def _require_sqlite_file(uri: str) -> str:
+    path = _sqlite_path(uri)
+    if not path or path == ":memory:":
+        raise CliError(
+            f"{mask_uri(uri)} names no SQLite file; give one, e.g. sqlite+aiosqlite:///sessions.db"
+        )
+    if not os.path.isfile(path):
+        raise CliError(
+            f"no SQLite database at {path!r} (from {mask_uri(uri)}). Check the path; "
+            "three slashes mean a relative path, four an absolute one."
+        )
+    return path
+
+
+def read_only_target(uri: str, options: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """The URI and factory options that make the store refuse writes.
+
+    Returns the rewritten URI, the options, and a phrase saying how reads are
+    enforced (shown in JSON output so a reviewer can tell).
+    """
+    target = inner_uri(uri)
+    scheme = _scheme(target)
+    if not scheme:
+        raise CliError(
+            f"{mask_uri(uri)!r} is not a store URI. Use e.g. "
+            "postgresql+asyncpg://user@host:5432/db, sqlite+aiosqlite:///sessions.db "
+            "or redis://localhost:6379/0."
+        )
+    options = dict(options)
+    if scheme in {"sqlite+aiosqlite", "sqlite"}:
+        path = _require_sqlite_file(target)
+        query = urlsplit(target).query
+        if scheme == "sqlite":
+            # ADK's registry sends sqlite:// to SqliteSessionService and drops
+            # the query string, so it is handled by `open_read_only` directly.
+            return target, options, "SQLite file opened with mode=ro"
+        extra = f"&{query}" if query else ""
+        rewritten = f"sqlite+aiosqlite:///file:{quote(path)}?mode=ro&uri=true{extra}"
+        return rewritten, options, "SQLite file opened with mode=ro"
+    if scheme.startswith("postgresql"):
+        connect_args = dict(options.pop("connect_args", None) or {})
+        settings = dict(connect_args.pop("server_settings", None) or {})
+        settings["default_transaction_read_only"] = "on"
+        connect_args["server_settings"] = settings
+        if scheme == "postgresql+asyncpg":
+            connect_args.setdefault("timeout", CONNECT_TIMEOUT_SECONDS)
+        options["connect_args"] = connect_args
+        return target, options, "PostgreSQL transactions are read-only"
+    if scheme == "memory":
+        raise CliError(
+            "memory:// is a fresh, empty in-process store: there is nothing to read. "
+            "Point at the store your ADK app writes to."
+        )
+    return target, options, "only list_sessions and get_session are called"
+
+
+def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedStore:
+    """Builds the inner (unwrapped) service for `uri` on read-only connections."""
+    target, factory_options, how = read_only_target(uri, options or {})
+    if _scheme(target) == "sqlite":
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        path = _require_sqlite_file(target)
+        service: BaseSessionService = SqliteSessionService(
+            db_path=f"sqlite:///{quote(path)}?mode=ro"
+        )
+        return OpenedStore(service=service, uri=target, read_only=how)
+    service = create_inner_session_service(target, **factory_options)
+    return OpenedStore(service=service, uri=inner_uri(uri), read_only=how)
+
+
+def list_sessions_requires_user(service: BaseSessionService) -> bool:
+    """Whether the service's ``list_sessions`` has no default for ``user_id``.
+
+    ADK's own services accept ``user_id=None`` (all users of the app), but a
+    service may require it: google-adk-community's ``RedisSessionService``
+    declares ``user_id: str`` and, given ``None``, silently lists nothing.
+    """
+    try:
+        parameter = inspect.signature(service.list_sessions).parameters.get("user_id")
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.default is inspect.Parameter.empty

@@ -1,0 +1,518 @@
+"""``adk-pairing demo``: a real interrupted turn, what ADK does with it, and the repair.
+
+Nothing is simulated. The demo
+
+1. starts a child process that runs a real ADK `Runner` (scripted model, slow
+   tool) on an embedded SQLite store and kills it with SIGKILL once the
+   model's function call is stored and the tool is running;
+2. runs the next user turn through the plain ``DatabaseSessionService`` (on a
+   copy of the store, so both runs start from the same history) and inspects
+   the request ADK built for the model;
+3. runs the same turn through `PairingSessionService` on the original store,
+   checks the request against Anthropic's pairing rule, shows the synthetic
+   result the model received, and proves that the rows stored before the turn
+   are byte-for-byte unchanged and that nothing synthetic was written.
+
+The store is ADK's ``DatabaseSessionService`` on ``sqlite+aiosqlite``: it is the
+same class and schema (events as JSON in ``events.event_data``) that serves
+PostgreSQL in production, so the demo exercises the code path operators run,
+with no server to set up. (``SqliteSessionService`` is a separate
+implementation with its own schema, used by ADK for ``sqlite://`` URIs.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from google.adk import __version__ as adk_version
+from google.adk.runners import Runner
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.genai import types
+from rich.console import Console
+
+from ..analysis import analyze
+from ..checks import anthropic_pairing_violations
+from ..repair import METADATA_KEY
+from ..service import PairingSessionService
+from ._common import CliError
+from ._demo_agent import (
+    APP_NAME,
+    CALL_ID,
+    NEXT_MESSAGE,
+    TOOL_NAME,
+    TOOL_STARTED,
+    USER_ID,
+    ScriptedModel,
+    build_agent,
+    user_message,
+)
+
+#: The warning ADK >= 2.10 logs when it removes an unanswered call from a request.
+ADK_DROP_WARNING = "Dropping function calls with no matching function response"
+#: Seconds to wait for the child to store the call and start the tool.
+CHILD_TIMEOUT_SECONDS = 60.0
+#: Strings that would betray a synthetic event written to the store.
+STORE_MARKERS = (METADATA_KEY, "adk-pairing-")
+
+
+@dataclass
+class Check:
+    """One verified claim of the demo."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class DemoReport:
+    """Everything the demo observed; rendered as text or JSON."""
+
+    adk_version: str
+    store: str
+    session_id: str
+    interrupted: dict[str, Any] = field(default_factory=dict)
+    unwrapped: dict[str, Any] = field(default_factory=dict)
+    paired: dict[str, Any] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(check.passed for check in self.checks)
+
+    def check(self, name: str, passed: bool, detail: str) -> None:
+        self.checks.append(Check(name=name, passed=bool(passed), detail=detail))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "adk_version": self.adk_version,
+            "store": self.store,
+            "app": APP_NAME,
+            "user": USER_ID,
+            "session_id": self.session_id,
+            "interrupted": self.interrupted,
+            "unwrapped": self.unwrapped,
+            "paired": self.paired,
+            "checks": [check.__dict__ for check in self.checks],
+        }
+
+
+class _Capture(logging.Handler):
+    """Keeps the log records of one turn (ADK's and adk-pairing's warnings)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _captured_warnings(*logger_names: str) -> Any:
+    handler = _Capture()
+    loggers = [logging.getLogger(name) for name in logger_names]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def _db_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def _calls_in(contents: list[types.Content]) -> list[str]:
+    return [
+        part.function_call.id or ""
+        for content in contents
+        for part in content.parts or ()
+        if part.function_call is not None
+    ]
+
+
+def _response_to(contents: list[types.Content], call_id: str) -> dict[str, Any] | None:
+    for content in contents:
+        for part in content.parts or ():
+            response = part.function_response
+            if response is not None and response.id == call_id:
+                return dict(response.response or {})
+    return None
+
+
+def _outline(contents: list[types.Content]) -> str:
+    """The request as a row of ``role kind`` items, e.g. ``user text · model call``."""
+    items: list[str] = []
+    for content in contents:
+        kinds = []
+        for part in content.parts or ():
+            if part.function_call is not None:
+                kinds.append(f"call {part.function_call.name}")
+            elif part.function_response is not None:
+                kinds.append(f"result {part.function_response.name}")
+            elif part.text is not None:
+                kinds.append("text")
+        items.append(f"{content.role} " + "+".join(kinds or ["(empty)"]))
+    return " · ".join(items)
+
+
+def event_rows(db_path: Path) -> dict[tuple[str, ...], str]:
+    """sha256 of every raw row of the ``events`` table, keyed by primary key.
+
+    Read with the standard ``sqlite3`` module, not through ADK: the point is
+    to look at the bytes the store holds, not at ADK's reading of them.
+    """
+    connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        cursor = connection.execute("SELECT * FROM events")
+        columns = [d[0] for d in cursor.description]
+        key_columns = [columns.index(c) for c in ("app_name", "user_id", "session_id", "id")]
+        rows: dict[tuple[str, ...], str] = {}
+        for row in cursor:
+            key = tuple(str(row[i]) for i in key_columns)
+            rows[key] = hashlib.sha256(repr(tuple(row)).encode()).hexdigest()
+        return rows
+    finally:
+        connection.close()
+
+
+def rows_containing(db_path: Path, markers: tuple[str, ...]) -> int:
+    """How many rows of any table contain one of `markers` in any column."""
+    connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        tables = [
+            name
+            for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        found = 0
+        for table in tables:
+            for row in connection.execute(f'SELECT * FROM "{table}"'):
+                text = repr(tuple(row))
+                if any(marker in text for marker in markers):
+                    found += 1
+        return found
+    finally:
+        connection.close()
+
+
+def _digest(rows: dict[tuple[str, ...], str], keys: list[tuple[str, ...]]) -> str:
+    combined = hashlib.sha256()
+    for key in keys:
+        combined.update(repr(key).encode())
+        combined.update(rows.get(key, "<absent>").encode())
+    return combined.hexdigest()
+
+
+def _copy_store(source: Path, target: Path) -> None:
+    """A consistent copy through SQLite's backup API (it honours any journal)."""
+    with (
+        contextlib.closing(sqlite3.connect(source)) as src,
+        contextlib.closing(sqlite3.connect(target)) as dst,
+    ):
+        src.backup(dst)
+
+
+async def _wait_for_call(
+    service: BaseSessionService, session_id: str, child: asyncio.subprocess.Process
+) -> int:
+    """Polls the store until the model's call event is persisted; returns the event count."""
+    deadline = time.monotonic() + CHILD_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if child.returncode is not None:
+            raise CliError(
+                f"the demo's child process exited early (code {child.returncode}) "
+                "before storing the function call; run with --debug to see its output"
+            )
+        session = await service.get_session(
+            app_name=APP_NAME, user_id=USER_ID, session_id=session_id
+        )
+        if session is not None and CALL_ID in _calls_in(
+            [e.content for e in session.events if e.content]
+        ):
+            return len(session.events)
+        await asyncio.sleep(0.05)
+    raise CliError(f"the child process did not store the call within {CHILD_TIMEOUT_SECONDS:.0f} s")
+
+
+async def interrupt_turn(db_path: Path, session_id: str, report: DemoReport) -> None:
+    """Step 1: a real turn, killed with SIGKILL while its tool runs."""
+    url = _db_url(db_path)
+    service = DatabaseSessionService(db_url=url)
+    try:
+        await service.create_session(app_name=APP_NAME, user_id=USER_ID, session_id=session_id)
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "adk_pairing.cli._demo_child",
+            url,
+            session_id,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            events_when_seen = await _wait_for_call(service, session_id, child)
+            assert child.stdout is not None
+            try:
+                line = await asyncio.wait_for(child.stdout.readline(), CHILD_TIMEOUT_SECONDS)
+            except TimeoutError:
+                line = b""
+            tool_running = line.decode().strip() == TOOL_STARTED
+            os.kill(child.pid, signal.SIGKILL)
+            await child.wait()
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+        stored = await service.get_session(
+            app_name=APP_NAME, user_id=USER_ID, session_id=session_id
+        )
+    finally:
+        await service.close()
+    assert stored is not None
+    missing = analyze(stored.events).missing
+    killed = child.returncode == -signal.SIGKILL
+    report.interrupted = {
+        "child_pid": child.pid,
+        "child_returncode": child.returncode,
+        "killed_by_sigkill": killed,
+        "tool_was_running": tool_running,
+        "events_when_call_seen": events_when_seen,
+        "stored_events": len(stored.events),
+        "missing_calls": [{"id": c.call_id, "name": c.name} for c in missing],
+    }
+    report.check(
+        "turn interrupted",
+        killed and tool_running and any(c.call_id == CALL_ID for c in missing),
+        f"child {child.pid} killed by SIGKILL while {TOOL_NAME} ran; "
+        f"stored call {CALL_ID} has no result",
+    )
+
+
+async def next_turn(
+    service: BaseSessionService, session_id: str
+) -> tuple[list[types.Content], list[str], int]:
+    """Runs the next user turn; returns the request contents, warnings, events yielded."""
+    model = ScriptedModel(model="scripted-demo-model")
+    runner = Runner(agent=build_agent(model), app_name=APP_NAME, session_service=service)
+    events = 0
+    with _captured_warnings("google_adk", "adk_pairing") as captured:
+        async for _event in runner.run_async(
+            user_id=USER_ID, session_id=session_id, new_message=user_message(NEXT_MESSAGE)
+        ):
+            events += 1
+    if not model.requests:
+        raise CliError("the scripted model received no request on the next turn")
+    return model.requests[0], captured.messages, events
+
+
+async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> None:
+    """Step 2: the next turn through the plain service, as an unprotected app runs it."""
+    service = DatabaseSessionService(db_url=_db_url(db_copy))
+    try:
+        stored = await service.get_session(
+            app_name=APP_NAME, user_id=USER_ID, session_id=session_id
+        )
+        assert stored is not None
+        as_stored = anthropic_pairing_violations([e.content for e in stored.events if e.content])
+        contents, warnings, _ = await next_turn(service, session_id)
+    finally:
+        await service.close()
+    violations = anthropic_pairing_violations(contents)
+    call_sent = CALL_ID in _calls_in(contents)
+    drop_warning = next((w for w in warnings if ADK_DROP_WARNING in w), None)
+    dropped = not call_sent and drop_warning is not None
+    report.unwrapped = {
+        "behaviour": "dropped" if dropped else ("sent_unpaired" if violations else "unexpected"),
+        "call_in_request": call_sent,
+        "adk_warning": drop_warning,
+        "request_outline": _outline(contents),
+        "request_violations": violations,
+        "history_as_stored_violations": as_stored,
+    }
+    report.check(
+        "unprotected turn goes wrong",
+        bool(violations) or dropped,
+        "ADK dropped the unanswered call from the request"
+        if dropped
+        else "the request breaks the pairing rule"
+        if violations
+        else "neither a violation nor a dropped call was observed",
+    )
+
+
+async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> None:
+    """Step 3: the same turn through PairingSessionService, and the store checked after."""
+    before = event_rows(db_path)
+    inner = DatabaseSessionService(db_url=_db_url(db_path))
+    paired = PairingSessionService(inner)
+    try:
+        contents, warnings, _ = await next_turn(paired, session_id)
+        stored_after = await inner.get_session(
+            app_name=APP_NAME, user_id=USER_ID, session_id=session_id
+        )
+    finally:
+        await paired.close()
+    after = event_rows(db_path)
+    violations = anthropic_pairing_violations(contents)
+    call_sent = CALL_ID in _calls_in(contents)
+    synthetic = _response_to(contents, CALL_ID)
+    keys = sorted(before)
+    unchanged = all(after.get(key) == digest for key, digest in before.items())
+    new_rows = len(set(after) - set(before))
+    marked_rows = rows_containing(db_path, STORE_MARKERS)
+    assert stored_after is not None
+    still_missing = any(c.call_id == CALL_ID for c in analyze(stored_after.events).missing)
+    report.paired = {
+        "call_in_request": call_sent,
+        "request_outline": _outline(contents),
+        "request_violations": violations,
+        "synthetic_result": synthetic,
+        "adk_pairing_warnings": [w for w in warnings if "Unanswered function call" in w],
+        "rows_before": len(before),
+        "rows_after": len(after),
+        "new_rows": new_rows,
+        "pre_existing_rows_sha256_before": _digest(before, keys),
+        "pre_existing_rows_sha256_after": _digest(after, keys),
+        "rows_with_marker": marked_rows,
+        "store_still_shows_call_missing": still_missing,
+    }
+    report.check(
+        "repaired request passes Anthropic's pairing rule",
+        call_sent and not violations,
+        f"call {CALL_ID} kept, {len(violations)} violations",
+    )
+    report.check(
+        "model saw a synthetic result",
+        synthetic is not None and synthetic.get("status") == "missing",
+        f"result for {CALL_ID}: status={None if synthetic is None else synthetic.get('status')}",
+    )
+    report.check(
+        "stored rows byte-for-byte unchanged",
+        unchanged and len(before) > 0,
+        f"{len(before)} pre-existing rows identical; {new_rows} new rows for the new turn",
+    )
+    report.check(
+        "nothing synthetic stored",
+        marked_rows == 0 and still_missing,
+        f"{marked_rows} rows contain {METADATA_KEY!r}; the stored call is still unanswered",
+    )
+
+
+async def run_demo(db: Path | None) -> DemoReport:
+    """Runs the three steps; raises `CliError` when the demo itself cannot run."""
+    workdir = Path(tempfile.mkdtemp(prefix="adk-pairing-demo-"))
+    try:
+        if db is None:
+            db_path = workdir / "demo.db"
+        else:
+            db_path = db.expanduser().resolve()
+            if not db_path.parent.is_dir():
+                raise CliError(f"--db {db}: directory {db_path.parent} does not exist")
+        session_id = f"interrupted-{uuid.uuid4().hex[:8]}"
+        report = DemoReport(adk_version=adk_version, store=_db_url(db_path), session_id=session_id)
+        await interrupt_turn(db_path, session_id, report)
+        copy = workdir / "unwrapped-copy.db"
+        _copy_store(db_path, copy)
+        await unwrapped_turn(copy, session_id, report)
+        await paired_turn(db_path, session_id, report)
+        report.paired["kept_store"] = db is not None
+        return report
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def render(report: DemoReport, console: Console) -> None:
+    """About 25 lines of at most ~80 columns: the failure, the repair, the verdict."""
+    checks = {check.name: check for check in report.checks}
+
+    def say(text: str) -> None:
+        console.print(text, markup=False)
+
+    def mark(name: str) -> str:
+        return "✓" if checks[name].passed else "✗"
+
+    def quote(text: str, lines: int = 2) -> None:
+        wrapped = textwrap.wrap(text, width=76, max_lines=lines, placeholder=" …")
+        for line in wrapped:
+            say(f"    {line}")
+
+    i, u, p = report.interrupted, report.unwrapped, report.paired
+    say(f"adk-pairing demo · google-adk {report.adk_version} · DatabaseSessionService on")
+    say(f"  {report.store}")
+    say("")
+    say("1. A turn dies while its tool runs")
+    say(f"  {mark('turn interrupted')} child {i['child_pid']} ran a real Runner; the model called")
+    say(f"    {TOOL_NAME} (id {CALL_ID}); call stored, tool running")
+    say(
+        f"    → SIGKILL → exit {i['child_returncode']}; "
+        f"{len(i['missing_calls'])} stored call has no result"
+    )
+    say("2. Next turn through the plain DatabaseSessionService (a copy of the store)")
+    wrong = mark("unprotected turn goes wrong") == "✓"
+    if u["behaviour"] == "dropped":
+        say(
+            f"  {'!' if wrong else '✗'} ADK {report.adk_version} dropped the call from the request;"
+        )
+        say("    its only trace is a log warning:")
+        quote(repr(u["adk_warning"]))
+        say(f"    request: {u['request_outline']}")
+        say("    → the model is never told the refund may already have been issued")
+    elif u["behaviour"] == "sent_unpaired":
+        say("  ! the request breaks Anthropic's pairing rule (the provider answers 400):")
+        quote(u["request_violations"][0])
+        say(f"    request: {u['request_outline']}")
+    else:
+        say("  ✗ no failure observed: neither a dropped call nor a pairing violation")
+    if u["history_as_stored_violations"]:
+        say("    sent as stored, Anthropic would reject it:")
+        quote(u["history_as_stored_violations"][0])
+    say("3. Same turn through PairingSessionService")
+    rule = "repaired request passes Anthropic's pairing rule"
+    say(f"  {mark(rule)} request passes Anthropic's pairing rule; the call is kept:")
+    say(f"    {p['request_outline']}")
+    synthetic = p["synthetic_result"] or {}
+    say(
+        f"  {mark('model saw a synthetic result')} the model saw a synthetic result, "
+        f"status {synthetic.get('status')!r}:"
+    )
+    quote(repr(str(synthetic.get("message", ""))))
+    digest_before = p["pre_existing_rows_sha256_before"][:12]
+    digest_after = p["pre_existing_rows_sha256_after"][:12]
+    say(
+        f"  {mark('stored rows byte-for-byte unchanged')} the {p['rows_before']} stored event "
+        "rows are byte-for-byte unchanged:"
+    )
+    say(f"    sha256 {digest_before}… before, {digest_after}… after (+{p['new_rows']} new rows)")
+    say(
+        f"  {mark('nothing synthetic stored')} {p['rows_with_marker']} rows contain "
+        f"{METADATA_KEY!r}; the store still has the call unanswered"
+    )
+    passed = sum(1 for check in report.checks if check.passed)
+    verdict = "the repair works." if report.ok else "FAILED."
+    say("")
+    say(f"{passed}/{len(report.checks)} checks passed: {verdict}")
+    if p.get("kept_store"):
+        say(
+            f"Inspect: adk-pairing show {report.store} --app {APP_NAME} --user {USER_ID} "
+            f"--session {report.session_id}"
+        )

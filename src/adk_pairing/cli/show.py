@@ -1,0 +1,187 @@
+"""``adk-pairing show``: one session as stored and as `PairingSessionService` serves it.
+
+The stored side is read through the inner service; the view side is what
+``PairingSessionService.get_session`` returns for the same session (the real
+decorator, not a re-implementation), so the two columns show exactly what the
+decorator adds: a synthetic result after each unanswered call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from google.adk.events.event import Event
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis import CallStatus, analyze
+from ..repair import METADATA_KEY, is_synthetic
+from ..service import PairingSessionService
+from ._common import CliError, short
+from ._store import OpenedStore
+
+
+def part_summaries(event: Event) -> list[dict[str, Any]]:
+    """The parts of `event` that matter for pairing, as small dicts."""
+    parts = event.content.parts if event.content is not None else None
+    summaries: list[dict[str, Any]] = []
+    for part in parts or ():
+        if part.function_call is not None:
+            call = part.function_call
+            summaries.append({"kind": "call", "id": call.id, "name": call.name})
+        elif part.function_response is not None:
+            response = part.function_response
+            summary: dict[str, Any] = {"kind": "response", "id": response.id, "name": response.name}
+            payload = response.response or {}
+            if isinstance(payload, dict) and "status" in payload:
+                summary["status"] = str(payload["status"])
+            summaries.append(summary)
+        elif part.text is not None:
+            kind = "thought" if part.thought else "text"
+            summaries.append({"kind": kind, "text": short(part.text, 200)})
+        else:
+            summaries.append({"kind": "other"})
+    return summaries
+
+
+def event_json(event: Event, call_status: dict[tuple[str, int], str]) -> dict[str, Any]:
+    """One event for ``--json``, with the pairing status of each call part."""
+    parts = part_summaries(event)
+    for index, part in enumerate(parts):
+        if part["kind"] == "call":
+            part["status"] = call_status.get((event.id, index), CallStatus.ANSWERED.value)
+    data: dict[str, Any] = {
+        "id": event.id,
+        "author": event.author,
+        "invocation_id": event.invocation_id,
+        "timestamp": event.timestamp,
+        "synthetic": is_synthetic(event),
+        "parts": parts,
+    }
+    return data
+
+
+def _describe(part: dict[str, Any]) -> str:
+    if part["kind"] in {"call", "response"}:
+        label = f"{part['kind']} {part['name']} ({part['id'] or 'no id'})"
+        status = part.get("status")
+        if part["kind"] == "call" and status and status != CallStatus.ANSWERED.value:
+            label += f" [{status}]"
+        return label
+    if part["kind"] in {"text", "thought"}:
+        return f"{part['kind']} {json.dumps(short(part['text'], 40), ensure_ascii=False)}"
+    return "(other part)"
+
+
+def _cell(event_data: dict[str, Any] | None) -> str:
+    if event_data is None:
+        return ""
+    parts = event_data["parts"]
+    return "; ".join(_describe(p) for p in parts) if parts else "(no content)"
+
+
+@dataclass
+class ShownSession:
+    """A session's stored events, its view, and the calls it leaves unanswered."""
+
+    store: str
+    app: str
+    user: str
+    session: str
+    stored: list[dict[str, Any]]
+    view: list[dict[str, Any]]
+    missing: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "app": self.app,
+            "user": self.user,
+            "session": self.session,
+            "missing_calls": self.missing,
+            "pending_calls": self.pending,
+            "stored_events": self.stored,
+            "view_events": self.view,
+        }
+
+
+async def load(store: OpenedStore, *, app: str, user: str, session_id: str) -> ShownSession:
+    """Reads the session twice: through the inner service and through the decorator."""
+    stored = await store.service.get_session(app_name=app, user_id=user, session_id=session_id)
+    if stored is None:
+        raise CliError(
+            f"no session app={app!r} user={user!r} session={session_id!r} in {store.masked_uri}. "
+            f"List sessions with: adk-pairing scan URI --app {app} --user {user}"
+        )
+    paired = PairingSessionService(store.service)
+    view = await paired.get_session(app_name=app, user_id=user, session_id=session_id)
+    if view is None:
+        raise CliError(f"session {session_id!r} disappeared between two reads; run show again")
+    report = analyze(stored.events)
+    status_of: dict[tuple[str, int], str] = {}
+    missing: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for call in report.calls:
+        if call.status is CallStatus.ANSWERED:
+            continue
+        event = stored.events[call.event_index]
+        status_of[(event.id, call.part_index)] = call.status.value
+        entry = {"event_id": event.id, "call_id": call.call_id, "name": call.name}
+        (missing if call.status is CallStatus.MISSING else pending).append(entry)
+    return ShownSession(
+        store=store.masked_uri,
+        app=app,
+        user=user,
+        session=session_id,
+        stored=[event_json(e, status_of) for e in stored.events],
+        view=[event_json(e, status_of) for e in view.events],
+        missing=missing,
+        pending=pending,
+    )
+
+
+def render(shown: ShownSession, console: Console) -> None:
+    """Stored events and view side by side, one row per view event."""
+    console.print(
+        f"Session app={shown.app} user={shown.user} session={shown.session}  ({shown.store})",
+        markup=False,
+    )
+    console.print(
+        f"{len(shown.stored)} stored events, {len(shown.view)} in the view; "
+        f"{len(shown.missing)} missing and {len(shown.pending)} pending calls",
+        markup=False,
+    )
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("#", justify="right")
+    table.add_column("author")
+    table.add_column("stored", overflow="fold")
+    table.add_column("view (PairingSessionService)", overflow="fold")
+    stored_by_id = {event["id"]: (i, event) for i, event in enumerate(shown.stored, start=1)}
+    for event in shown.view:
+        if event["synthetic"]:
+            statuses = sorted({p.get("status", "") for p in event["parts"]} - {""})
+            table.add_row(
+                "+",
+                Text(event["author"]),
+                "",
+                Text(f"{_cell(event)}  synthetic: {', '.join(statuses)}", style="cyan"),
+            )
+            continue
+        position, stored_event = stored_by_id.get(event["id"], (None, None))
+        same = stored_event is not None and event["parts"] == stored_event["parts"]
+        table.add_row(
+            str(position) if position is not None else "?",
+            Text(event["author"]),
+            Text(_cell(stored_event)),
+            Text("=" if same else _cell(event)),
+        )
+    console.print(table)
+    console.print(
+        f"'+' rows exist only in the view: they carry metadata key {METADATA_KEY!r} "
+        "and are never written to the store.",
+        markup=False,
+    )
