@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -157,11 +158,16 @@ class Harness:
         service: BaseSessionService = (
             PairingSessionService(backend.service) if wrapped else backend.service
         )
+        resumability = None
+        if resumable:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\] ResumabilityConfig")
+                resumability = ResumabilityConfig(is_resumable=True)
         app = App(
             name=backend.app_name,
             root_agent=agent,
             plugins=list(plugins),
-            resumability_config=ResumabilityConfig(is_resumable=True) if resumable else None,
+            resumability_config=resumability,
         )
         runner = Runner(app=app, session_service=service)
         return cls(
