@@ -1,0 +1,476 @@
+"""The four benchmark suites: get_session, append_event, the pure core, memory.
+
+Each suite returns plain dict rows (what `report` renders and ``--json``
+dumps). Before timing anything, every suite checks that the decorator really
+produced a repaired view with the expected number of synthetic events: a
+wrapper that silently fell back to the stored session would otherwise look
+free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import math
+import random
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from backends import Backend, open_backend
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from timing import interleave
+from workloads import (
+    APP,
+    CORE_SHAPES,
+    USER,
+    Clock,
+    realistic_history,
+    turn_cycle,
+    unanswered_call_count,
+)
+
+from adk_pairing.analysis import analyze, build_ledger, live_event_mask
+from adk_pairing.repair import is_synthetic, repaired_events
+from adk_pairing.service import PairedSession, PairingSessionService
+
+Row = dict[str, Any]
+HEALTHS = ("healthy", "broken")
+
+
+@dataclass
+class Settings:
+    """How much work each suite does (``--quick`` shrinks all of it)."""
+
+    sizes: tuple[int, ...]
+    append_sizes: tuple[int, ...]
+    core_sizes: tuple[int, ...]
+    memory_sizes: tuple[int, ...]
+    backends: tuple[str, ...]
+    memory_backends: tuple[str, ...]
+    max_rounds: int
+    budget_s: float
+    min_rounds: int
+    target_min_rounds: int
+    warmup: int
+    core_limit_s: float
+    pg_database: str
+
+    def min_rounds_for(self, size: int) -> int:
+        """More pairs up to the 1,000-event size the targets are set at, where calls are cheap."""
+        return self.target_min_rounds if size <= 1_000 else self.min_rounds
+
+
+def quiet_adk_pairing_logs() -> None:
+    """Keeps the once-per-call "unanswered call" warnings (still emitted) off the console."""
+    logger = logging.getLogger("adk_pairing")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+
+
+def _check_view(view: Session | None, stored_len: int, synthetic: int, where: str) -> None:
+    if not isinstance(view, PairedSession):
+        raise RuntimeError(f"{where}: the decorator did not return a repaired view")
+    found = sum(1 for e in view.events if is_synthetic(e))
+    if found != synthetic or len(view.events) != stored_len + synthetic:
+        raise RuntimeError(
+            f"{where}: view has {found} synthetic events of {len(view.events)}; "
+            f"expected {synthetic} of {stored_len + synthetic}"
+        )
+
+
+def _comparison_row(comparison: Any) -> Row:
+    q1, q3 = comparison.ratio_iqr
+    return {
+        "rounds": comparison.rounds,
+        "wrapped_ns": comparison.wrapped_median_ns,
+        "unwrapped_ns": comparison.unwrapped_median_ns,
+        "added_ns": comparison.added_ns,
+        "ratio": comparison.ratio,
+        "ratio_q1": q1,
+        "ratio_q3": q3,
+    }
+
+
+# -- get_session ---------------------------------------------------------------
+
+
+async def bench_get_session(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
+    wrapped = PairingSessionService(backend.service)
+    inner = backend.service
+    rows: list[Row] = []
+    for size in settings.sizes:
+        for health in HEALTHS:
+            broken = health == "broken"
+            events = realistic_history(size, broken=broken)
+            synthetic = unanswered_call_count(events)
+            session_id = await backend.seeded_session(APP, USER, events)
+            del events
+            where = f"get_session {backend.name} {size} {health}"
+            _check_view(
+                await wrapped.get_session(app_name=APP, user_id=USER, session_id=session_id),
+                size,
+                synthetic,
+                where,
+            )
+
+            async def call_wrapped(_: int, sid: str = session_id) -> object:
+                return await wrapped.get_session(app_name=APP, user_id=USER, session_id=sid)
+
+            async def call_unwrapped(_: int, sid: str = session_id) -> object:
+                return await inner.get_session(app_name=APP, user_id=USER, session_id=sid)
+
+            comparison = await interleave(
+                call_wrapped,
+                call_unwrapped,
+                max_rounds=settings.max_rounds,
+                budget_s=settings.budget_s,
+                min_rounds=settings.min_rounds_for(size),
+                warmup=settings.warmup,
+            )
+            row = {
+                "backend": backend.name,
+                "label": backend.label,
+                "size": size,
+                "health": health,
+                "synthetic": synthetic,
+                **_comparison_row(comparison),
+            }
+            rows.append(row)
+            progress("get_session", row)
+            await inner.delete_session(app_name=APP, user_id=USER, session_id=session_id)
+    return rows
+
+
+# -- append_event --------------------------------------------------------------
+
+
+async def bench_append_event(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
+    """Appends the same kind of event to a view and to an unwrapped session, in turns.
+
+    The two sessions start with equal histories (the same shape, their own
+    ids) and each round appends the next event of a user / call / response /
+    answer cycle to both, so the history stays within a few hundred events of
+    its seeded size and both sides append the same kinds of event.
+    """
+    wrapped = PairingSessionService(backend.service)
+    inner = backend.service
+    rows: list[Row] = []
+    for size in settings.append_sizes:
+        for health in HEALTHS:
+            broken = health == "broken"
+            history = realistic_history(size, broken=broken)
+            synthetic = unanswered_call_count(history)
+            wrapped_id = await backend.seeded_session(APP, USER, history)
+            unwrapped_id = await backend.seeded_session(
+                APP, USER, realistic_history(size, broken=broken)
+            )
+            del history
+            view = await wrapped.get_session(app_name=APP, user_id=USER, session_id=wrapped_id)
+            stored = await inner.get_session(app_name=APP, user_id=USER, session_id=unwrapped_id)
+            where = f"append_event {backend.name} {size} {health}"
+            _check_view(view, size, synthetic, where)
+            needed = settings.warmup + settings.max_rounds
+            now = Clock(step=0.001)
+            # One clock for both streams keeps every timestamp after the seeds.
+            wrapped_events = list(islice(turn_cycle(now), needed))
+            unwrapped_events = list(islice(turn_cycle(now), needed))
+
+            async def call_wrapped(i: int, v: Session = view, ev: list = wrapped_events) -> object:
+                return await wrapped.append_event(v, ev[i])
+
+            async def call_unwrapped(
+                i: int, s: Session = stored, ev: list = unwrapped_events
+            ) -> object:
+                return await inner.append_event(s, ev[i])
+
+            comparison = await interleave(
+                call_wrapped,
+                call_unwrapped,
+                max_rounds=settings.max_rounds,
+                budget_s=settings.budget_s,
+                min_rounds=settings.min_rounds_for(size),
+                warmup=settings.warmup,
+            )
+            appended = comparison.rounds + settings.warmup
+            # The view must still equal a fresh read, and the store must hold
+            # exactly what was appended, no synthetic event among it.
+            fresh = await wrapped.get_session(app_name=APP, user_id=USER, session_id=wrapped_id)
+            _check_view(fresh, size + appended, synthetic, where + " (fresh read)")
+            if [e.id for e in fresh.events] != [e.id for e in view.events]:
+                raise RuntimeError(f"{where}: the incrementally updated view drifted")
+            row = {
+                "backend": backend.name,
+                "label": backend.label,
+                "size": size,
+                "health": health,
+                "synthetic": synthetic,
+                **_comparison_row(comparison),
+            }
+            rows.append(row)
+            progress("append_event", row)
+            for sid in (wrapped_id, unwrapped_id):
+                await inner.delete_session(app_name=APP, user_id=USER, session_id=sid)
+    return rows
+
+
+# -- the pure core -------------------------------------------------------------
+
+
+class _ListSessionService(BaseSessionService):
+    """A store that only keeps session objects in a dict, O(1) per append.
+
+    Used to time the decorator's incremental view maintenance on its own:
+    ADK's InMemorySessionService scans the whole history on every append
+    (its duplicate-event check), which would hide the decorator's cost.
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, Session] = {}
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session = Session(
+            id=session_id or f"s{len(self._sessions)}",
+            app_name=app_name,
+            user_id=user_id,
+            state=state or {},
+        )
+        self._sessions[session.id] = session
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        return self._sessions.get(session_id)
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        return ListSessionsResponse(sessions=list(self._sessions.values()))
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+
+def _median_time(fn: Callable[[], object], *, budget_s: float, max_rounds: int) -> float:
+    """Median seconds of `fn` over as many runs as fit the budget (at least one)."""
+    times: list[float] = []
+    deadline = time.perf_counter() + budget_s
+    while not times or (len(times) < max_rounds and time.perf_counter() < deadline):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _view_path(events: list[Event]) -> None:
+    """What `get_session` adds: the ledger, then the repaired event list."""
+    ledger = build_ledger(events, live_event_mask(events))
+    repaired_events(events, ledger=ledger)
+
+
+async def _incremental(events: list[Event]) -> float:
+    """Seconds to append `events` one by one through the decorator."""
+    service = PairingSessionService(_ListSessionService())
+    created = await service.create_session(app_name=APP, user_id=USER)
+    view = await service.get_session(app_name=APP, user_id=USER, session_id=created.id)
+    gc.collect()
+    start = time.perf_counter()
+    for event in events:
+        await service.append_event(view, event)
+    elapsed = time.perf_counter() - start
+    fresh = await service.get_session(app_name=APP, user_id=USER, session_id=created.id)
+    if [e.id for e in fresh.events] != [e.id for e in view.events]:
+        raise RuntimeError("incremental view drifted from a fresh read")
+    return elapsed
+
+
+def _projected_seconds(previous: Row | None, size: int) -> float:
+    """Extrapolates the slowest path of the previous size to `size`.
+
+    The growth exponent is the one measured between the two previous sizes
+    (linear when there is only one), so a quadratic path is caught one size
+    before it would run for minutes.
+    """
+    if previous is None or "view_s" not in previous:
+        return 0.0 if previous is None else math.inf
+    exponent = 1.0
+    if previous.get("size_growth"):
+        for key in ("view_growth", "incremental_growth"):
+            exponent = max(exponent, math.log(previous[key]) / math.log(previous["size_growth"]))
+    slowest = max(previous["view_s"], previous["incremental_s"])
+    return slowest * (size / previous["size"]) ** exponent
+
+
+async def bench_core(settings: Settings, progress: Callable) -> list[Row]:
+    """Times the pure core per shape and size; stops a shape before a runaway size."""
+    rows: list[Row] = []
+    for shape, build in CORE_SHAPES.items():
+        previous: Row | None = None
+        for size in settings.core_sizes:
+            row: Row = {"shape": shape, "size": size}
+            projected = _projected_seconds(previous, size)
+            if projected > settings.core_limit_s:
+                row["skipped"] = f"projected {projected:.0f} s from the growth measured so far"
+                rows.append(row)
+                progress("core", row)
+                previous = row
+                continue
+            events = build(size)
+            parts = sum(len(e.content.parts) for e in events if e.content and e.content.parts)
+            report = analyze(events)
+            budget = settings.budget_s
+            row.update(
+                events=len(events),
+                parts=parts,
+                open_calls=sum(1 for c in report.calls if not c.answered),
+                view_s=_median_time(
+                    lambda ev=events: _view_path(ev), budget_s=budget, max_rounds=50
+                ),
+                analyze_s=_median_time(
+                    lambda ev=events: analyze(ev), budget_s=budget, max_rounds=50
+                ),
+                incremental_s=await _incremental(events),
+            )
+            if previous is not None and previous.get("view_s"):
+                row["view_growth"] = row["view_s"] / previous["view_s"]
+                row["analyze_growth"] = row["analyze_s"] / previous["analyze_s"]
+                row["incremental_growth"] = row["incremental_s"] / previous["incremental_s"]
+                row["size_growth"] = size / previous["size"]
+            rows.append(row)
+            progress("core", row)
+            previous = row
+            del events, report
+    return rows
+
+
+# -- memory ----------------------------------------------------------------------
+
+
+async def _traced(call: Callable) -> tuple[int, int, object]:
+    """(peak, retained) bytes allocated by awaiting `call()`, and its result."""
+    gc.collect()
+    tracemalloc.reset_peak()
+    base, _ = tracemalloc.get_traced_memory()
+    result = await call()
+    current, peak = tracemalloc.get_traced_memory()
+    return peak - base, current - base, result
+
+
+async def bench_memory(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
+    """Peak and retained memory of reading a session, bare and through the decorator."""
+    wrapped = PairingSessionService(backend.service)
+    inner = backend.service
+    rows: list[Row] = []
+    for size in settings.memory_sizes:
+        for health in HEALTHS:
+            broken = health == "broken"
+            history = realistic_history(size, broken=broken)
+            synthetic = unanswered_call_count(history)
+            session_id = await backend.seeded_session(APP, USER, history)
+            del history
+            # Warm both paths (imports, prepared statements, pools) untraced.
+            await wrapped.get_session(app_name=APP, user_id=USER, session_id=session_id)
+            await inner.get_session(app_name=APP, user_id=USER, session_id=session_id)
+            stored_peaks, stored_kept, view_peaks, view_kept = [], [], [], []
+            order = random.Random(size)
+            tracemalloc.start()
+            try:
+                for _ in range(3 if size <= 1_000 else 1):
+                    pair = [("stored", inner), ("view", wrapped)]
+                    order.shuffle(pair)
+                    for kind, service in pair:
+                        peak, kept, result = await _traced(
+                            lambda s=service, sid=session_id: s.get_session(
+                                app_name=APP, user_id=USER, session_id=sid
+                            )
+                        )
+                        if kind == "view":
+                            _check_view(
+                                result,
+                                size,
+                                synthetic,
+                                f"memory {backend.name} {size} {health}",
+                            )
+                            view_peaks.append(peak)
+                            view_kept.append(kept)
+                        else:
+                            stored_peaks.append(peak)
+                            stored_kept.append(kept)
+                        del result
+            finally:
+                tracemalloc.stop()
+            stored_peak = sorted(stored_peaks)[len(stored_peaks) // 2]
+            view_peak = sorted(view_peaks)[len(view_peaks) // 2]
+            stored_retained = sorted(stored_kept)[len(stored_kept) // 2]
+            view_retained = sorted(view_kept)[len(view_kept) // 2]
+            row = {
+                "backend": backend.name,
+                "label": backend.label,
+                "size": size,
+                "health": health,
+                "stored_peak": stored_peak,
+                "view_peak": view_peak,
+                "stored_retained": stored_retained,
+                "view_retained": view_retained,
+                "peak_ratio": view_peak / stored_peak,
+                "retained_ratio": view_retained / stored_retained,
+            }
+            rows.append(row)
+            progress("memory", row)
+            await inner.delete_session(app_name=APP, user_id=USER, session_id=session_id)
+    return rows
+
+
+# -- everything ------------------------------------------------------------------
+
+
+async def run_all(settings: Settings, sections: tuple[str, ...], progress: Callable) -> dict:
+    quiet_adk_pairing_logs()
+    results: dict[str, list[Row]] = {name: [] for name in sections}
+    store_sections = [s for s in sections if s in ("get_session", "append_event", "memory")]
+    for name in settings.backends:
+        if not store_sections:
+            break
+        if (
+            store_sections == ["memory"] and name not in settings.memory_backends
+        ):  # nothing to do on this backend
+            continue
+        async with open_backend(name, pg_database=settings.pg_database) as backend:
+            if "get_session" in sections:
+                results["get_session"] += await bench_get_session(backend, settings, progress)
+            if "append_event" in sections:
+                results["append_event"] += await bench_append_event(backend, settings, progress)
+            if "memory" in sections and name in settings.memory_backends:
+                results["memory"] += await bench_memory(backend, settings, progress)
+    if "core" in sections:
+        results["core"] = await bench_core(settings, progress)
+    return results
+
+
+def run(settings: Settings, sections: tuple[str, ...], progress: Callable) -> dict:
+    return asyncio.run(run_all(settings, sections, progress))

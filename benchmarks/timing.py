@@ -1,0 +1,135 @@
+"""Interleaved wrapped/unwrapped timing and the statistics the tables print.
+
+Machine drift (frequency scaling, a neighbour's test run on this 2-core box,
+the database's own caches) moves both variants alike when they run back to
+back, so every round times one wrapped and one unwrapped call, alternating
+which goes first. The figure reported is the median of the per-round ratios:
+a ratio of two calls made a millisecond apart is far steadier than a ratio of
+two medians taken minutes apart.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import random
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+AsyncCall = Callable[[int], Awaitable[object]]
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile); degenerate lists repeat their value."""
+    if not values:
+        return (math.nan, math.nan, math.nan)
+    if len(values) == 1:
+        return (values[0], values[0], values[0])
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (q1, q2, q3)
+
+
+@dataclass
+class Comparison:
+    """Paired timings of a wrapped and an unwrapped call, in nanoseconds."""
+
+    wrapped_ns: list[int] = field(default_factory=list)
+    unwrapped_ns: list[int] = field(default_factory=list)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.wrapped_ns)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [w / u for w, u in zip(self.wrapped_ns, self.unwrapped_ns, strict=True) if u > 0]
+
+    @property
+    def ratio(self) -> float:
+        """Median of the per-round wrapped ÷ unwrapped ratios (the headline figure)."""
+        return quartiles(self.ratios)[1]
+
+    @property
+    def ratio_iqr(self) -> tuple[float, float]:
+        q1, _, q3 = quartiles(self.ratios)
+        return (q1, q3)
+
+    @property
+    def wrapped_median_ns(self) -> float:
+        return quartiles([float(v) for v in self.wrapped_ns])[1]
+
+    @property
+    def unwrapped_median_ns(self) -> float:
+        return quartiles([float(v) for v in self.unwrapped_ns])[1]
+
+    @property
+    def added_ns(self) -> float:
+        """Median per-round difference: what the decorator adds to one call."""
+        diffs = [float(w - u) for w, u in zip(self.wrapped_ns, self.unwrapped_ns, strict=True)]
+        return quartiles(diffs)[1]
+
+
+async def _timed(call: AsyncCall, round_index: int) -> int:
+    # A collection left over from the previous call would be charged to this
+    # one; start every timed call from a collected heap instead.
+    gc.collect()
+    start = time.perf_counter_ns()
+    await call(round_index)
+    return time.perf_counter_ns() - start
+
+
+async def interleave(
+    wrapped: AsyncCall,
+    unwrapped: AsyncCall,
+    *,
+    max_rounds: int,
+    budget_s: float,
+    min_rounds: int = 5,
+    warmup: int = 2,
+) -> Comparison:
+    """Times `wrapped` and `unwrapped` in alternating pairs.
+
+    Runs `warmup` unrecorded pairs, then as many recorded pairs as fit in
+    `budget_s` seconds (at least `min_rounds`, at most `max_rounds`). Each
+    callable gets the round index, so append benchmarks can hand each round a
+    fresh event.
+    """
+    index = 0
+    for _ in range(warmup):
+        await wrapped(index)
+        await unwrapped(index)
+        index += 1
+    result = Comparison()
+    # A seeded coin decides the order of each pair: alternating strictly would
+    # tie the order to the event kind in the four-event append cycle.
+    coin = random.Random(20240611)
+    deadline = time.perf_counter() + budget_s
+    while result.rounds < max_rounds and (
+        result.rounds < min_rounds or time.perf_counter() < deadline
+    ):
+        if coin.random() < 0.5:
+            w = await _timed(wrapped, index)
+            u = await _timed(unwrapped, index)
+        else:
+            u = await _timed(unwrapped, index)
+            w = await _timed(wrapped, index)
+        result.wrapped_ns.append(w)
+        result.unwrapped_ns.append(u)
+        index += 1
+    return result
+
+
+def format_duration(ns: float) -> str:
+    """A duration with a unit that keeps three significant digits readable."""
+    if math.isnan(ns):
+        return "n/a"
+    magnitude = abs(ns)
+    if magnitude < 1_000:
+        return f"{ns:.0f} ns"
+    if magnitude < 1_000_000:
+        return f"{ns / 1_000:.1f} µs"
+    if magnitude < 1_000_000_000:
+        return f"{ns / 1_000_000:.2f} ms"
+    return f"{ns / 1_000_000_000:.2f} s"
