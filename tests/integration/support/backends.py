@@ -36,6 +36,11 @@ BACKEND_KINDS = (
 #: Kinds whose inner service refuses an append from an out-of-date session object.
 STALE_DETECTING_KINDS = frozenset({"sqlite", "db-sqlite", "db-postgres"})
 
+#: Kinds whose append rewrites the whole stored session from the caller's
+#: session object (google-adk-community's Redis service), so an append from an
+#: out-of-date object silently drops what others appended since it was read.
+LOSES_CONCURRENT_WRITES_KINDS = frozenset({"redis-community"})
+
 #: Kinds whose store outlives the process that wrote it.
 PERSISTENT_KINDS = frozenset(BACKEND_KINDS) - {"memory"}
 
@@ -58,6 +63,10 @@ class Backend:
     @property
     def detects_stale_writers(self) -> bool:
         return self.kind in STALE_DETECTING_KINDS
+
+    @property
+    def loses_concurrent_writes(self) -> bool:
+        return self.kind in LOSES_CONCURRENT_WRITES_KINDS
 
     def new_session_id(self) -> str:
         self._counter[0] += 1
