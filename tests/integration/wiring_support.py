@@ -1,0 +1,193 @@
+"""Helpers shared by the wiring tests (test_wiring_*.py).
+
+README snippets, the example agent directory, seeding an interrupted session
+through the *unwrapped* `DatabaseSessionService`, and reading the raw rows a
+store holds, so tests can compare what is stored before and after a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions import DatabaseSessionService
+from google.genai import types
+
+from adk_pairing import METADATA_KEY
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+EXAMPLE_AGENTS = REPO / "examples" / "agents"
+DEMO_AGENT = EXAMPLE_AGENTS / "pairing_demo"
+DEMO_APP = "pairing_demo"  # ADK names the app after the agent's folder
+INTERRUPTED_TOOL = "book_flight"
+
+_FENCE = re.compile(
+    r"^```(?P<lang>[\w+-]*)(?P<info>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE
+)
+_TITLE = re.compile(r'title="(?P<title>[^"]+)"')
+
+
+def wiring_section() -> str:
+    """The README text between the wiring markers."""
+    text = README.read_text()
+    start = text.index("<!-- wiring:start -->")
+    end = text.index("<!-- wiring:end -->")
+    return text[start:end]
+
+
+def readme_blocks() -> list[tuple[str | None, str, str]]:
+    """Every fenced block of the wiring section as (title, language, body)."""
+    blocks = []
+    for match in _FENCE.finditer(wiring_section()):
+        title = _TITLE.search(match["info"])
+        blocks.append((title["title"] if title else None, match["lang"], match["body"]))
+    return blocks
+
+
+def readme_snippet(title: str) -> str:
+    """The body of the wiring section's code block titled `title`."""
+    found = [body for block_title, _, body in readme_blocks() if block_title == title]
+    assert len(found) == 1, f"README wiring section has {len(found)} blocks titled {title!r}"
+    return found[0]
+
+
+def asyncpg_dsn(sqlalchemy_url: str) -> str:
+    """The same database as a DSN asyncpg accepts (no ``+asyncpg`` driver part)."""
+    return sqlalchemy_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+@dataclass(frozen=True)
+class SeededSession:
+    app_name: str
+    user_id: str
+    session_id: str
+    call_id: str
+
+
+async def seed_interrupted_session(
+    db_url: str, *, app_name: str = DEMO_APP, **engine_kwargs: Any
+) -> SeededSession:
+    """A stored session whose last turn died after the model called a tool.
+
+    Written through the unwrapped `DatabaseSessionService`, as a turn killed
+    between the call and its result leaves it: a user message, then a model
+    event with a function_call that nothing answers.
+    """
+    token = uuid.uuid4().hex[:12]
+    seeded = SeededSession(app_name, f"user-{token}", f"session-{token}", f"toolu_{token}")
+    service = DatabaseSessionService(db_url=db_url, **engine_kwargs)
+    try:
+        session = await service.create_session(
+            app_name=app_name, user_id=seeded.user_id, session_id=seeded.session_id
+        )
+        await service.append_event(
+            session,
+            Event(
+                invocation_id="inv-interrupted",
+                author="user",
+                content=types.Content(role="user", parts=[types.Part(text="Book me a flight")]),
+            ),
+        )
+        await service.append_event(
+            session,
+            Event(
+                invocation_id="inv-interrupted",
+                author=DEMO_APP,
+                content=types.Content(
+                    role="model",
+                    parts=[
+                        types.Part(
+                            function_call=types.FunctionCall(
+                                id=seeded.call_id, name=INTERRUPTED_TOOL, args={"to": "LIS"}
+                            )
+                        )
+                    ],
+                ),
+            ),
+        )
+    finally:
+        await service.close()
+    return seeded
+
+
+async def raw_event_rows(postgres_url: str, seeded: SeededSession) -> list[tuple[str, str]]:
+    """(id, event_data as stored) of every row of the session, oldest first."""
+    import asyncpg
+
+    connection = await asyncpg.connect(asyncpg_dsn(postgres_url))
+    try:
+        rows = await connection.fetch(
+            "SELECT id, event_data::text AS data FROM events "
+            "WHERE app_name = $1 AND user_id = $2 AND session_id = $3 "
+            "ORDER BY timestamp, id",
+            seeded.app_name,
+            seeded.user_id,
+            seeded.session_id,
+        )
+    finally:
+        await connection.close()
+    return [(row["id"], row["data"]) for row in rows]
+
+
+def demo_report(event_texts: Iterable[str]) -> dict[str, Any]:
+    """The JSON report of the example model (the last text it produced)."""
+    texts = [text for text in event_texts if text]
+    assert texts, "the model produced no text"
+    return json.loads(texts[-1])
+
+
+def assert_model_saw_placeholder(report: Mapping[str, Any], seeded: SeededSession) -> None:
+    """The request held the interrupted call *and* a 'missing' result for it."""
+    assert report["paired"] is True
+    assert {"id": seeded.call_id, "name": INTERRUPTED_TOOL} in report["calls"]
+    assert {"id": seeded.call_id, "name": INTERRUPTED_TOOL, "status": "missing"} in report[
+        "results"
+    ]
+
+
+def assert_store_untouched(
+    before: list[tuple[str, str]], after: list[tuple[str, str]], new_event_ids: Iterable[str]
+) -> None:
+    """Stored rows after a turn are the rows before plus that turn's own events."""
+    assert after[: len(before)] == before, "rows stored before the turn changed"
+    added_ids = {row_id for row_id, _ in after[len(before) :]}
+    new_ids = set(new_event_ids)
+    # The turn stores the user's message plus every event the runner yielded.
+    assert new_ids <= added_ids
+    assert len(added_ids) == len(new_ids) + 1
+    for _, data in after:
+        assert METADATA_KEY not in data, "an adk-pairing marker reached the store"
+
+
+async def pg_connection_count(postgres_url: str, application_name: str) -> int:
+    """Server-side connections that identify as `application_name`."""
+    import asyncpg
+
+    connection = await asyncpg.connect(asyncpg_dsn(postgres_url))
+    try:
+        return await connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            application_name,
+        )
+    finally:
+        await connection.close()
+
+
+async def eventually(
+    condition: Callable[[], Awaitable[bool]], *, timeout: float = 15.0, what: str
+) -> None:
+    """Polls `condition` until true; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await asyncio.sleep(0.05)
