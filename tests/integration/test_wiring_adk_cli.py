@@ -1,0 +1,185 @@
+"""ADK's own CLI serves ``pairing+postgresql+asyncpg://`` sessions: a real ``adk api_server``.
+
+Each test starts ``.venv/bin/adk api_server`` as a subprocess on a free
+loopback port, with a copy of ``examples/agents/pairing_demo`` (whose model
+raises on any request that breaks Anthropic's pairing rule and otherwise
+reports the calls and results it received). The command line is the README's
+``adk-api-server`` snippet with the URI pointed at this test session's
+database, and the scheme is registered the README's way: the example's
+``services.yaml`` (checked to equal the README's), or the README's
+``services.py`` snippet.
+
+The session is seeded through the unwrapped `DatabaseSessionService` with a
+turn that died after a function_call. One HTTP ``/run`` turn must then
+succeed; the model must have seen the call *and* a "missing" placeholder
+result (so the server really used the decorator: unwrapped, ADK would drop
+the call); and the stored rows must be the rows before plus the new turn's
+events, with no adk-pairing marker anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .wiring_support import (
+    DEMO_AGENT,
+    assert_model_saw_placeholder,
+    assert_store_untouched,
+    demo_report,
+    raw_event_rows,
+    readme_snippet,
+    seed_interrupted_session,
+)
+
+pytestmark = pytest.mark.postgres
+
+ADK = Path(sys.executable).with_name("adk")
+READY_TIMEOUT = 90.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def readme_api_server_args(session_service_uri: str, agent_dir: Path) -> list[str]:
+    """The README's ``adk api_server`` command, aimed at this test's store and agent copy."""
+    argv = shlex.split(readme_snippet("adk-api-server"))
+    assert argv[:2] == ["adk", "api_server"]
+    uri_at = argv.index("--session_service_uri") + 1
+    assert argv[uri_at].startswith("pairing+postgresql+asyncpg://")
+    argv[uri_at] = session_service_uri
+    assert argv[-1] == "examples/agents/pairing_demo"
+    argv[-1] = str(agent_dir)
+    return [str(ADK), *argv[1:]]
+
+
+def _log_tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def api_server(argv: list[str], workdir: Path) -> Iterator[str]:
+    """Runs ``adk api_server`` until it answers /health; yields its base URL; kills it."""
+    port = free_port()
+    log = workdir / "api_server.log"
+    command = [*argv, "--host", "127.0.0.1", "--port", str(port), "--no-reload"]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=workdir, stdout=output, stderr=subprocess.STDOUT, env=env
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"adk api_server exited with {process.returncode}:\n{_log_tail(log)}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{base_url}/health", timeout=1.0).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                pytest.fail(f"adk api_server not ready in {READY_TIMEOUT}s:\n{_log_tail(log)}")
+            time.sleep(0.1)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def agent_copy(tmp_path: Path) -> Path:
+    """The example agent directory, copied so the server writes nothing into the repo."""
+    target = tmp_path / "agents" / DEMO_AGENT.name
+    shutil.copytree(DEMO_AGENT, target, ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+    return target
+
+
+async def run_interrupted_session_through(base_url: str, postgres_url: str) -> None:
+    """Seeds a broken session, runs one turn over HTTP, checks request and store."""
+    seeded = await seed_interrupted_session(postgres_url)
+    before = await raw_event_rows(postgres_url, seeded)
+    assert len(before) == 2
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=60.0) as client:
+        response = await client.post(
+            "/run",
+            json={
+                "app_name": seeded.app_name,
+                "user_id": seeded.user_id,
+                "session_id": seeded.session_id,
+                "new_message": {"role": "user", "parts": [{"text": "Did my booking go through?"}]},
+            },
+        )
+    assert response.status_code == 200, response.text
+    events = response.json()
+    texts = [part.get("text") for event in events for part in event["content"]["parts"]]
+    assert_model_saw_placeholder(demo_report(texts), seeded)
+
+    after = await raw_event_rows(postgres_url, seeded)
+    assert_store_untouched(before, after, [event["id"] for event in events])
+
+
+async def test_adk_api_server_with_services_yaml_repairs_interrupted_postgres_session(
+    tmp_path, postgres_url
+):
+    agent_dir = agent_copy(tmp_path)
+    # The README shows exactly the file the example ships.
+    assert (agent_dir / "services.yaml").read_text() == readme_snippet("services.yaml")
+    argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
+
+    with api_server(argv, tmp_path) as base_url:
+        await run_interrupted_session_through(base_url, postgres_url)
+
+
+async def test_adk_api_server_with_readme_services_py_repairs_interrupted_postgres_session(
+    tmp_path, postgres_url
+):
+    agent_dir = agent_copy(tmp_path)
+    (agent_dir / "services.yaml").unlink()
+    (agent_dir / "services.py").write_text(readme_snippet("services.py"))
+    argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
+
+    with api_server(argv, tmp_path) as base_url:
+        await run_interrupted_session_through(base_url, postgres_url)
+
+
+def test_adk_api_server_without_registration_refuses_a_pairing_uri(tmp_path, postgres_url):
+    """Why the registration is needed: ADK's fallback cannot load a pairing+ URL."""
+    agent_dir = agent_copy(tmp_path)
+    (agent_dir / "services.yaml").unlink()
+    argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
+    log = tmp_path / "refused.log"
+
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*argv, "--host", "127.0.0.1", "--port", str(free_port()), "--no-reload"],
+            cwd=tmp_path,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        returncode = process.wait(timeout=READY_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+    assert returncode != 0
+    assert "Failed to create database engine for URL 'pairing+postgresql" in log.read_text()

@@ -1,0 +1,134 @@
+"""The README's wiring section, executed, so the docs cannot rot.
+
+Each titled code block of the section is run against a real store: the Python
+snippets in a scratch directory (SQLite files) or against this test session's
+PostgreSQL database, the config files written to disk as shown. The ADK CLI
+snippets (``adk api_server``, ``services.yaml``, ``services.py``) are executed
+by test_wiring_adk_cli.py. A block without a title, or a title no test runs,
+fails `test_every_block_of_the_wiring_section_is_executed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+
+import pytest
+from google.adk.sessions import DatabaseSessionService
+
+from adk_pairing import PairingSessionService, is_synthetic
+
+from .wiring_support import (
+    EXAMPLE_AGENTS,
+    INTERRUPTED_TOOL,
+    readme_blocks,
+    readme_snippet,
+    seed_interrupted_session,
+)
+
+#: Every titled block and the test that runs it.
+EXECUTED_BLOCKS = {
+    "runner-setup": "test_runner_setup_snippet_runs_a_turn_on_sqlite_and_closes",
+    "uri-factory": "test_uri_factory_snippet_builds_a_working_wrapped_service",
+    "session_service.yaml": "test_yaml_config_snippets_load_a_postgres_service",
+    "load-config": "test_yaml_config_snippets_load_a_postgres_service",
+    "session_service.toml": "test_toml_config_snippet_loads_a_plain_uri_with_pairing_block",
+    "adk-api-server": "test_wiring_adk_cli.py",
+    "services.yaml": "test_wiring_adk_cli.py",
+    "services.py": "test_wiring_adk_cli.py",
+}
+
+
+def run_snippet(title: str) -> dict:
+    """Executes a README Python block as a script; returns its globals."""
+    namespace = {"__name__": "__main__"}
+    exec(compile(readme_snippet(title), f"README.md[{title}]", "exec"), namespace)
+    return namespace
+
+
+def test_every_block_of_the_wiring_section_is_executed():
+    titles = [title for title, _, _ in readme_blocks()]
+
+    assert None not in titles, "an untitled code block would never be executed"
+    assert len(titles) == len(set(titles))
+    assert set(titles) == set(EXECUTED_BLOCKS)
+
+
+def test_runner_setup_snippet_runs_a_turn_on_sqlite_and_closes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(EXAMPLE_AGENTS))
+
+    run_snippet("runner-setup")
+
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["paired"] is True
+    with sqlite3.connect(tmp_path / "sessions.db") as db:
+        rows = db.execute("SELECT event_data FROM events").fetchall()
+    # The user's message and the model's answer, both stored; nothing else.
+    assert len(rows) == 2
+
+
+def test_uri_factory_snippet_builds_a_working_wrapped_service(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    session_service = run_snippet("uri-factory")["session_service"]
+
+    assert isinstance(session_service, PairingSessionService)
+    assert isinstance(session_service.inner, DatabaseSessionService)
+    assert session_service.inner.db_engine.pool.size() == 5
+    assert session_service.texts.missing.startswith("No result was recorded")
+
+    async def round_trip() -> None:
+        async with session_service:
+            session = await session_service.create_session(app_name="docs", user_id="u")
+            again = await session_service.get_session(
+                app_name="docs", user_id="u", session_id=session.id
+            )
+            assert again is not None and again.id == session.id
+
+    asyncio.run(round_trip())
+    assert (tmp_path / "sessions.db").exists()
+
+
+@pytest.mark.postgres
+async def test_yaml_config_snippets_load_a_postgres_service(
+    tmp_path, monkeypatch, postgres_url, postgres_database
+):
+    (tmp_path / "session_service.yaml").write_text(readme_snippet("session_service.yaml"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DB_USER", "postgres")
+    monkeypatch.setenv("DB_PASSWORD", "not-needed-with-trust-auth")
+    monkeypatch.setenv("DB_NAME", postgres_database)
+    monkeypatch.delenv("DB_HOST", raising=False)  # the snippet's default, 127.0.0.1
+    seeded = await seed_interrupted_session(postgres_url, app_name="docs_yaml")
+
+    session_service = run_snippet("load-config")["session_service"]
+
+    async with session_service:
+        assert session_service.inner.db_engine.pool.size() == 10
+        view = await session_service.get_session(
+            app_name=seeded.app_name, user_id=seeded.user_id, session_id=seeded.session_id
+        )
+    placeholder = view.events[-1]
+    assert is_synthetic(placeholder)
+    response = placeholder.content.parts[0].function_response
+    assert (response.id, response.name) == (seeded.call_id, INTERRUPTED_TOOL)
+    assert response.response["message"] == session_service.texts.missing
+    assert session_service.texts.missing.startswith("No result was recorded for this call.")
+
+
+async def test_toml_config_snippet_loads_a_plain_uri_with_pairing_block(tmp_path, monkeypatch):
+    from adk_pairing import load_session_service
+
+    path = tmp_path / "session_service.toml"
+    path.write_text(readme_snippet("session_service.toml"))
+    monkeypatch.setenv("STATE_DIR", str(tmp_path))
+
+    session_service = load_session_service(path)
+
+    assert session_service.texts.pending.startswith("This call is still running.")
+    async with session_service:
+        session = await session_service.create_session(app_name="docs", user_id="u")
+        assert session.id
+    assert (tmp_path / "sessions.db").exists()
