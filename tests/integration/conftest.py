@@ -16,7 +16,12 @@ import pytest
 
 from tests.conftest import require_server
 
-from .support.backends import BACKEND_KINDS, Backend, open_backend
+from .support.backends import (
+    BACKEND_KINDS,
+    Backend,
+    assert_nothing_synthetic_stored,
+    open_backend,
+)
 
 _MARKS = {
     "db-postgres": [pytest.mark.postgres],
@@ -84,6 +89,13 @@ def backend_spec(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
 @pytest.fixture
 async def backend(
     backend_spec: dict[str, Any], open_store: Callable[[dict[str, Any]], Awaitable[Backend]]
-) -> Backend:
-    """One isolated store of each kind; its service is closed after the test."""
-    return await open_store(backend_spec)
+) -> AsyncIterator[Backend]:
+    """One isolated store of each kind; its service is closed after the test.
+
+    After every test the store's raw contents (Redis values, SQL rows) are
+    searched for anything adk-pairing adds to a view: nothing synthetic may
+    ever be persisted, whatever the scenario did.
+    """
+    opened = await open_store(backend_spec)
+    yield opened
+    assert_nothing_synthetic_stored(await opened.raw_storage_text())

@@ -47,6 +47,20 @@ PERSISTENT_KINDS = frozenset(BACKEND_KINDS) - {"memory"}
 SQL_TABLES = ("sessions", "events", "app_states", "user_states")
 
 
+def synthetic_markers() -> tuple[str, ...]:
+    """Strings only adk-pairing's views contain: its metadata key, its event-id
+    prefix and its placeholder texts."""
+    from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT, METADATA_KEY
+
+    return (METADATA_KEY, "adk-pairing", DEFAULT_MISSING_TEXT[:40], DEFAULT_PENDING_TEXT[:40])
+
+
+def assert_nothing_synthetic_stored(raw: str) -> None:
+    """Fails if the raw store text contains any adk-pairing marker."""
+    found = [marker for marker in synthetic_markers() if marker in raw]
+    assert not found, f"adk-pairing markers {found} were persisted: {raw[:2000]}"
+
+
 @dataclass
 class Backend:
     """An open store for one test: the unwrapped service and how to inspect it."""
