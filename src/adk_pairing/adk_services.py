@@ -18,7 +18,7 @@ Call it from ``services.py`` in the agents directory ADK is started with::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
@@ -59,6 +59,7 @@ def register_pairing_schemes(
     missing_text: str | None = None,
     pending_text: str | None = None,
     extra_schemes: Iterable[str] = (),
+    inner_kwargs: Mapping[str, Any] | None = None,
     registry: Any = None,
 ) -> list[str]:
     """Registers ``pairing+<scheme>`` session schemes with ADK's service registry.
@@ -68,14 +69,18 @@ def register_pairing_schemes(
     before ``services.py``), the async SQLAlchemy drivers ADK reaches through
     its ``DatabaseSessionService`` fallback, ``redis``/``rediss``, and
     `extra_schemes`. Each factory builds the inner service exactly as
-    `adk_pairing.create_session_service` does, so ``--session_db_kwargs``
-    reach the inner service.
+    `adk_pairing.create_session_service` does, with `inner_kwargs` plus the
+    keywords ADK passes (``agents_dir``, and ``session_db_kwargs`` when the app
+    is built with ``get_fast_api_app(session_db_kwargs=...)``).
 
     Args:
       missing_text: Placeholder text for calls with no recorded result.
       pending_text: Placeholder text for calls ADK still holds open.
       extra_schemes: More inner schemes to wrap, e.g. a scheme you register
         after this call or another SQLAlchemy dialect+driver.
+      inner_kwargs: Keyword arguments for the inner service, e.g.
+        ``{"pool_size": 10}``; ADK's CLI has no flag for them. Keywords ADK
+        passes itself take precedence.
       registry: The registry to fill; ADK's singleton when omitted.
 
     Returns:
@@ -97,11 +102,13 @@ def register_pairing_schemes(
         if scheme and not scheme.lower().startswith(PAIRING_PREFIX)
     }
 
+    defaults = dict(inner_kwargs or {})
+
     def pairing_factory(uri: str, **kwargs: Any) -> BaseSessionService:
         from .service import PairingSessionService
 
         return PairingSessionService(
-            create_inner_session_service(uri, **kwargs),
+            create_inner_session_service(uri, **{**defaults, **kwargs}),
             missing_text=missing_text,
             pending_text=pending_text,
         )

@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -111,8 +112,11 @@ def agent_copy(tmp_path: Path) -> Path:
     return target
 
 
-async def run_interrupted_session_through(base_url: str, postgres_url: str) -> None:
-    """Seeds a broken session, runs one turn over HTTP, checks request and store."""
+async def run_interrupted_session_through(base_url: str, postgres_url: str) -> dict[str, Any]:
+    """Seeds a broken session, runs one turn over HTTP, checks request and store.
+
+    Returns the placeholder result the model was shown.
+    """
     seeded = await seed_interrupted_session(postgres_url)
     before = await raw_event_rows(postgres_url, seeded)
     assert len(before) == 2
@@ -130,10 +134,11 @@ async def run_interrupted_session_through(base_url: str, postgres_url: str) -> N
     assert response.status_code == 200, response.text
     events = response.json()
     texts = [part.get("text") for event in events for part in event["content"]["parts"]]
-    assert_model_saw_placeholder(demo_report(texts), seeded)
+    placeholder = assert_model_saw_placeholder(demo_report(texts), seeded)
 
     after = await raw_event_rows(postgres_url, seeded)
     assert_store_untouched(before, after, [event["id"] for event in events])
+    return placeholder
 
 
 async def test_adk_api_server_with_services_yaml_repairs_interrupted_postgres_session(
@@ -157,7 +162,12 @@ async def test_adk_api_server_with_readme_services_py_repairs_interrupted_postgr
     argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
 
     with api_server(argv, tmp_path) as base_url:
-        await run_interrupted_session_through(base_url, postgres_url)
+        placeholder = await run_interrupted_session_through(base_url, postgres_url)
+
+    # The snippet's text reached the server's decorator.
+    assert (
+        placeholder["message"] == "No result was recorded for this call. Check before retrying it."
+    )
 
 
 def test_adk_api_server_without_registration_refuses_a_pairing_uri(tmp_path, postgres_url):

@@ -145,13 +145,17 @@ def demo_report(event_texts: Iterable[str]) -> dict[str, Any]:
     return json.loads(texts[-1])
 
 
-def assert_model_saw_placeholder(report: Mapping[str, Any], seeded: SeededSession) -> None:
-    """The request held the interrupted call *and* a 'missing' result for it."""
+def assert_model_saw_placeholder(
+    report: Mapping[str, Any], seeded: SeededSession
+) -> dict[str, Any]:
+    """The request held the interrupted call *and* a 'missing' result for it; returns that."""
     assert report["paired"] is True
     assert {"id": seeded.call_id, "name": INTERRUPTED_TOOL} in report["calls"]
-    assert {"id": seeded.call_id, "name": INTERRUPTED_TOOL, "status": "missing"} in report[
-        "results"
-    ]
+    results = [result for result in report["results"] if result["id"] == seeded.call_id]
+    assert len(results) == 1, report
+    assert results[0]["name"] == INTERRUPTED_TOOL
+    assert results[0]["status"] == "missing"
+    return results[0]
 
 
 def assert_store_untouched(

@@ -316,3 +316,15 @@ def test_example_agent_directory_services_yaml_registers_working_schemes(tmp_pat
     )
     assert isinstance(service, PairingSessionService)
     assert registry.create_session_service("pairing+postgresql+asyncpg://u@h/db") is not None
+
+
+def test_registered_inner_kwargs_reach_the_inner_service_and_adk_kwargs_win(tmp_path):
+    registry = _fresh_registry()
+    register_pairing_schemes(registry=registry, inner_kwargs={"pool_size": 9, "max_overflow": 1})
+
+    service = registry.create_session_service(
+        f"pairing+sqlite+aiosqlite:///{tmp_path}/z.db", agents_dir=str(tmp_path), max_overflow=4
+    )
+
+    assert service.inner.db_engine.pool.size() == 9
+    assert service.inner.db_engine.pool._max_overflow == 4

@@ -51,6 +51,7 @@ def describe_request(contents: list[types.Content]) -> dict[str, Any]:
                         "id": part.function_response.id,
                         "name": part.function_response.name,
                         "status": response.get("status", "answered"),
+                        "message": response.get("message"),
                     }
                 )
     return {"contents": len(contents), "calls": calls, "results": results}
