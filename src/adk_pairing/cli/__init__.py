@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import EXIT_ERROR, EXIT_FOUND, configure_logging, dumps, run, stdout_console
+from ._common import EXIT_ERROR, EXIT_FOUND, dumps, run, stdout_console
 
 app = typer.Typer(
     name="adk-pairing",
@@ -65,8 +65,7 @@ def demo(
     """Kill a real ADK turn mid-tool, show what ADK does next, and show the repair."""
     from .demo import render, run_demo
 
-    configure_logging(debug)
-    report = run(run_demo(db), uri=None, debug=debug)
+    report = run(run_demo(db, debug=debug), uri=None, debug=debug)
     if json_output:
         print(dumps(report.to_json()))
     else:
@@ -109,7 +108,6 @@ def scan(
     from ._store import open_read_only, parse_options
     from .scan import FAIL_ON_CHOICES, ScanResult, render, scan_store, scan_with_progress
 
-    configure_logging(debug)
     if fail_on not in FAIL_ON_CHOICES:
         raise typer.BadParameter(
             f"{fail_on!r}; choose one of {', '.join(FAIL_ON_CHOICES)}", param_hint="--fail-on"
@@ -154,8 +152,6 @@ def show(
     """Print a session's stored events and its repaired view side by side."""
     from ._store import open_read_only, parse_options
     from .show import ShownSession, load, render
-
-    configure_logging(debug)
 
     async def go() -> ShownSession:
         store = open_read_only(uri, parse_options(option))

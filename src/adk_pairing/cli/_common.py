@@ -9,6 +9,7 @@ contain a store URI goes through `adk_pairing.factory.mask_secrets` first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -26,14 +27,16 @@ from ..factory import mask_secrets, mask_uri
 
 T = TypeVar("T")
 
+#: What a store URI looks like, for messages.
+URI_EXAMPLES = (
+    "postgresql+asyncpg://user:password@host:5432/db, "
+    "sqlite+aiosqlite:///sessions.db or redis://localhost:6379/0"
+)
+
 #: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job.
 EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_ERROR = 2
-
-#: Loggers whose records would otherwise reach the terminal through Python's
-#: last-resort handler (ADK logs connection failures at ERROR before raising).
-_QUIET_LOGGERS = ("google_adk", "adk_pairing", "sqlalchemy", "aiosqlite", "asyncio")
 
 
 class CliError(Exception):
@@ -44,35 +47,58 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
+#: Line width when stdout is not a terminal: wide enough that piped output
+#: (cron mail, grep) keeps one record per line.
+PIPE_WIDTH = 200
+
+
 def stdout_console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """Terminal width on a terminal; `PIPE_WIDTH` and no wrapping when piped."""
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=PIPE_WIDTH, soft_wrap=True)
+    return console
 
 
 def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def configure_logging(debug: bool) -> None:
-    """Silences library logs unless `debug`, when everything goes to stderr."""
+@contextlib.contextmanager
+def output_policy(debug: bool) -> Iterator[None]:
+    """Library logs and warnings off (or, with `debug`, all on) for one command.
+
+    Without a handler anywhere, Python prints WARNING records through its
+    last-resort handler, and ADK logs connection failures at ERROR before
+    raising; a `NullHandler` on the root logger keeps them off the terminal
+    without stopping propagation (so embedding code and tests still see the
+    records). Everything is restored on exit.
+    """
+    root = logging.getLogger()
+    handler: logging.Handler
+    previous_level = root.level
     if debug:
-        logging.basicConfig(
-            level=logging.INFO,
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
-        return
-    warnings.simplefilter("ignore")
-    for name in _QUIET_LOGGERS:
-        logger = logging.getLogger(name)
-        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-            logger.addHandler(logging.NullHandler())
-        logger.propagate = False
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous_level)
 
 
 def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T:
     """Runs `coroutine`, turning any failure into one line and exit code 2."""
     try:
-        return asyncio.run(coroutine)
+        with output_policy(debug):
+            return asyncio.run(coroutine)
     except CliError as error:
         fail(mask_secrets(str(error)), debug=debug, exit_code=error.exit_code)
     except KeyboardInterrupt:
@@ -114,7 +140,8 @@ def explain(error: BaseException, uri: str | None) -> str:
     chain = list(_causes(error))
     for cause in chain:
         names = _type_names(cause)
-        text = mask_secrets(str(cause)).strip().splitlines()[0] if str(cause).strip() else ""
+        lines = mask_secrets(str(cause)).strip().splitlines()
+        text = lines[0].rstrip(".") if lines else ""
         if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
             return f"{where} rejected the login: {text}. Fix the user name or password in the URI."
         if "InvalidCatalogNameError" in names:
@@ -142,7 +169,12 @@ def explain(error: BaseException, uri: str | None) -> str:
             return f"cannot open the SQLite database of {where}: {text}."
     first = chain[0]
     if isinstance(first, ValueError):
-        return f"bad store URI: {mask_secrets(str(first))}"
+        message = mask_secrets(str(first)).strip().rstrip(".")
+        if "module not found" in message or "synchronous driver" in message:
+            hint = "Install the URI's database driver, or name an async one it has"
+        else:
+            hint = "Use a URI ADK accepts"
+        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}."
     for cause in chain:
         if isinstance(cause, OSError) and cause.errno is not None:
             return f"cannot connect to {where}: {mask_secrets(str(cause))}."

@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..factory import create_inner_session_service, inner_uri, mask_uri
-from ._common import CliError
+from ._common import URI_EXAMPLES, CliError
 
 #: Seconds to wait for a PostgreSQL connection before calling the server unreachable.
 CONNECT_TIMEOUT_SECONDS = 10
@@ -106,11 +106,7 @@ def read_only_target(uri: str, options: dict[str, Any]) -> tuple[str, dict[str, 
     target = inner_uri(uri)
     scheme = _scheme(target)
     if not scheme:
-        raise CliError(
-            f"{mask_uri(uri)!r} is not a store URI. Use e.g. "
-            "postgresql+asyncpg://user@host:5432/db, sqlite+aiosqlite:///sessions.db "
-            "or redis://localhost:6379/0."
-        )
+        raise CliError(f"{mask_uri(uri)!r} is not a store URI; use e.g. {URI_EXAMPLES}.")
     options = dict(options)
     if scheme in {"sqlite+aiosqlite", "sqlite"}:
         path = _require_sqlite_file(target)

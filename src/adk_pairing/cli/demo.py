@@ -254,8 +254,14 @@ async def _wait_for_call(
     raise CliError(f"the child process did not store the call within {CHILD_TIMEOUT_SECONDS:.0f} s")
 
 
-async def interrupt_turn(db_path: Path, session_id: str, report: DemoReport) -> None:
-    """Step 1: a real turn, killed with SIGKILL while its tool runs."""
+async def interrupt_turn(
+    db_path: Path, session_id: str, report: DemoReport, *, debug: bool = False
+) -> None:
+    """Step 1: a real turn, killed with SIGKILL while its tool runs.
+
+    The child's stderr is discarded (or, with `debug`, passed through): a pipe
+    nobody reads could fill up and stall the child.
+    """
     url = _db_url(db_path)
     service = DatabaseSessionService(db_url=url)
     try:
@@ -267,7 +273,7 @@ async def interrupt_turn(db_path: Path, session_id: str, report: DemoReport) -> 
             url,
             session_id,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=None if debug else asyncio.subprocess.DEVNULL,
         )
         try:
             events_when_seen = await _wait_for_call(service, session_id, child)
@@ -418,7 +424,7 @@ async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> Non
     )
 
 
-async def run_demo(db: Path | None) -> DemoReport:
+async def run_demo(db: Path | None, *, debug: bool = False) -> DemoReport:
     """Runs the three steps; raises `CliError` when the demo itself cannot run."""
     workdir = Path(tempfile.mkdtemp(prefix="adk-pairing-demo-"))
     try:
@@ -430,7 +436,7 @@ async def run_demo(db: Path | None) -> DemoReport:
                 raise CliError(f"--db {db}: directory {db_path.parent} does not exist")
         session_id = f"interrupted-{uuid.uuid4().hex[:8]}"
         report = DemoReport(adk_version=adk_version, store=_db_url(db_path), session_id=session_id)
-        await interrupt_turn(db_path, session_id, report)
+        await interrupt_turn(db_path, session_id, report, debug=debug)
         copy = workdir / "unwrapped-copy.db"
         _copy_store(db_path, copy)
         await unwrapped_turn(copy, session_id, report)
@@ -495,7 +501,7 @@ def render(report: DemoReport, console: Console) -> None:
         f"  {mark('model saw a synthetic result')} the model saw a synthetic result, "
         f"status {synthetic.get('status')!r}:"
     )
-    quote(repr(str(synthetic.get("message", ""))))
+    quote(repr(str(synthetic.get("message", ""))), lines=3)
     digest_before = p["pre_existing_rows_sha256_before"][:12]
     digest_after = p["pre_existing_rows_sha256_after"][:12]
     say(

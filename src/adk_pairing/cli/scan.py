@@ -213,15 +213,21 @@ async def scan_with_progress(
         )
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
 def render(result: ScanResult, console: Console, *, limit: int) -> None:
     """The human summary: one line of counts, then a table of findings."""
     scope = f"app={result.app} user={result.user if result.user is not None else '(all)'}"
     console.print(f"Store {result.store}  {scope}", markup=False)
     console.print(
-        f"Scanned {result.sessions_scanned:,} sessions in {result.elapsed_seconds:.1f} s: "
-        f"{result.healthy_sessions:,} healthy, "
-        f"{result.sessions_with_missing:,} with missing calls ({result.missing_calls:,} calls), "
-        f"{result.sessions_with_pending:,} with pending calls ({result.pending_calls:,} calls)",
+        f"Scanned {_count(result.sessions_scanned, 'session')} in "
+        f"{result.elapsed_seconds:.1f} s: {result.healthy_sessions:,} healthy, "
+        f"{result.sessions_with_missing:,} with missing calls "
+        f"({_count(result.missing_calls, 'call')}), "
+        f"{result.sessions_with_pending:,} with pending calls "
+        f"({_count(result.pending_calls, 'call')})",
         markup=False,
     )
     if result.vanished_sessions:

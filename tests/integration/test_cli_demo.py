@@ -1,0 +1,91 @@
+"""`adk-pairing demo`, the README's main command, run end to end as users run it.
+
+Each test starts the real console script (``.venv/bin/adk-pairing``) or
+``python -m adk_pairing`` in a subprocess: the demo spawns its own child
+process, runs a real Runner, SIGKILLs it and repairs the next turn.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from adk_pairing.cli._demo_agent import APP_NAME, CALL_ID, USER_ID
+
+SCRIPT = Path(sys.executable).with_name("adk-pairing")
+DEMO_TIMEOUT = 180
+
+
+def test_demo_json_shows_adk_dropping_the_call_and_the_repair_passing(tmp_path: Path) -> None:
+    db = tmp_path / "kept.db"
+    done = subprocess.run(
+        [str(SCRIPT), "demo", "--json", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is True
+    assert report["adk_version"].startswith("2.")
+    assert [c["passed"] for c in report["checks"]] == [True] * 6
+
+    interrupted = report["interrupted"]
+    assert interrupted["killed_by_sigkill"] and interrupted["child_returncode"] == -9
+    assert interrupted["tool_was_running"]
+    assert interrupted["missing_calls"] == [{"id": CALL_ID, "name": "issue_refund"}]
+
+    # ADK 2.13 removes the unanswered call from the request and only logs it.
+    unwrapped = report["unwrapped"]
+    assert unwrapped["behaviour"] == "dropped"
+    assert unwrapped["call_in_request"] is False
+    assert unwrapped["adk_warning"] == (
+        f"Dropping function calls with no matching function response: ['{CALL_ID}']"
+    )
+    assert unwrapped["request_violations"] == []
+    assert len(unwrapped["history_as_stored_violations"]) == 1
+
+    paired = report["paired"]
+    assert paired["call_in_request"] is True
+    assert paired["request_violations"] == []
+    assert paired["synthetic_result"]["status"] == "missing"
+    assert paired["pre_existing_rows_sha256_before"] == paired["pre_existing_rows_sha256_after"]
+    assert (paired["rows_before"], paired["new_rows"]) == (2, 2)
+    assert paired["rows_with_marker"] == 0
+    assert paired["store_still_shows_call_missing"] is True
+
+    # --db keeps the store: the interrupted session is really there, unrepaired.
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT event_data FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?",
+            (APP_NAME, USER_ID, report["session_id"]),
+        ).fetchall()
+    assert len(rows) == 4
+    assert sum(CALL_ID in data for (data,) in rows) == 1  # the call; no response, no synthetic
+    assert not any("adk_pairing" in data for (data,) in rows)
+
+
+def test_demo_text_fits_a_screen_and_says_what_happened(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "adk_pairing", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 30
+    out = done.stdout
+    assert "→ SIGKILL → exit -9" in out
+    assert "dropped the call from the request" in out
+    assert "Dropping function calls with no matching function response" in out
+    assert "request passes Anthropic's pairing rule" in out
+    assert "synthetic result, status 'missing'" in out
+    assert "byte-for-byte unchanged" in out
+    assert "6/6 checks passed: the repair works." in out
+    assert "✗" not in out
+    assert done.stderr == ""

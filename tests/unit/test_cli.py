@@ -1,0 +1,248 @@
+"""Pure pieces of the CLI: error wording, read-only URI rewriting, scan bookkeeping.
+
+Fakes appear only here, to pin logic that real stores cannot make
+deterministic (how many reads run at once, a session that vanishes between
+listing and reading, a store that fails one read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sqlite3
+from typing import Any
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.adk.sessions.in_memory_session_service import InMemorySessionService
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from adk_pairing.cli._common import CliError, explain, human_age, short
+from adk_pairing.cli._store import (
+    OpenedStore,
+    list_sessions_requires_user,
+    parse_options,
+    read_only_target,
+)
+from adk_pairing.cli.scan import ScanResult, scan_store
+
+SECRET = "hunter2"
+
+
+# -- messages ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (59.9, "59s"), (61, "1m 1s"), (3_600, "1h"), (93_784, "1d 2h"), (-5, "0s")],
+)
+def test_human_age_uses_two_largest_units(seconds: float, text: str) -> None:
+    assert human_age(seconds) == text
+
+
+def test_short_flattens_and_cuts_with_ellipsis() -> None:
+    assert short("a\n b   c", 10) == "a b c"
+    assert short("abcdefghij", 5) == "abcd…"
+
+
+def _wrapped(inner: BaseException, outer: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as error:
+            raise outer from error
+    except BaseException as wrapped:
+        return wrapped
+
+
+def test_explain_finds_refused_connection_under_wrappers_and_masks_password() -> None:
+    uri = f"postgresql+asyncpg://app:{SECRET}@db:5432/agents"
+    error = _wrapped(ConnectionRefusedError(111, "Connect call failed"), RuntimeError("boom"))
+    message = explain(error, uri)
+    assert message.startswith("cannot connect to postgresql+asyncpg://app:***@db:5432/agents")
+    assert SECRET not in message
+
+
+def test_explain_names_unresolvable_hosts() -> None:
+    message = explain(socket.gaierror(-2, "Name or service not known"), "redis://nohost:6379/0")
+    assert "cannot resolve the host" in message
+
+
+def test_explain_recognises_login_errors_by_driver_type_name() -> None:
+    # asyncpg's class, recreated by name: explain() must not need asyncpg installed.
+    invalid_role = type("InvalidAuthorizationSpecificationError", (Exception,), {})
+    error = _wrapped(invalid_role('role "x" does not exist'), RuntimeError("(wrapped)"))
+    assert "rejected the login" in explain(error, "postgresql+asyncpg://x@h/d")
+
+
+def test_explain_turns_read_only_refusal_into_missing_tables_hint() -> None:
+    error = sqlite3.OperationalError("attempt to write a readonly database")
+    assert "has no ADK session tables" in explain(error, "sqlite+aiosqlite:///x.db")
+
+
+def test_explain_masks_uris_inside_unknown_errors() -> None:
+    error = KeyError(f"lost redis://:{SECRET}@cache:6379/0 midway")
+    message = explain(error, None)
+    assert SECRET not in message and "--debug" in message
+
+
+# -- read-only targets ------------------------------------------------------
+
+
+def test_postgres_target_forces_read_only_transactions_and_keeps_options() -> None:
+    uri = f"pairing+postgresql+asyncpg://app:{SECRET}@db/agents"
+    target, options, how = read_only_target(
+        uri, {"pool_size": 3, "connect_args": {"server_settings": {"application_name": "x"}}}
+    )
+    assert target == f"postgresql+asyncpg://app:{SECRET}@db/agents"
+    settings = options["connect_args"]["server_settings"]
+    assert settings == {"application_name": "x", "default_transaction_read_only": "on"}
+    assert options["pool_size"] == 3 and options["connect_args"]["timeout"] > 0
+    assert "read-only" in how
+
+
+def test_sqlite_target_opens_file_in_read_only_uri_mode(tmp_path: Any) -> None:
+    path = tmp_path / "s.db"
+    path.write_bytes(b"")
+    target, _, _ = read_only_target(f"sqlite+aiosqlite:///{path}?timeout=3", {})
+    assert target == f"sqlite+aiosqlite:///file:{path}?mode=ro&uri=true&timeout=3"
+
+
+def test_sqlite_target_requires_an_existing_file(tmp_path: Any) -> None:
+    with pytest.raises(CliError, match="no SQLite database"):
+        read_only_target(f"sqlite+aiosqlite:///{tmp_path / 'absent.db'}", {})
+
+
+def test_parse_options_reads_json_values_and_falls_back_to_text() -> None:
+    assert parse_options(["pool_size=4", "key_prefix=app:", "ssl=true"]) == {
+        "pool_size": 4,
+        "key_prefix": "app:",
+        "ssl": True,
+    }
+    with pytest.raises(CliError, match="KEY=VALUE"):
+        parse_options(["novalue"])
+
+
+class _UserRequiredService(InMemorySessionService):
+    """Shaped like google-adk-community's RedisSessionService.list_sessions."""
+
+    async def list_sessions(self, *, app_name: str, user_id: str) -> ListSessionsResponse:  # type: ignore[override]
+        return await super().list_sessions(app_name=app_name, user_id=user_id)
+
+
+def test_services_whose_list_sessions_needs_a_user_are_detected() -> None:
+    assert list_sessions_requires_user(_UserRequiredService())
+    assert not list_sessions_requires_user(InMemorySessionService())
+    assert not list_sessions_requires_user(DatabaseSessionService(db_url="sqlite+aiosqlite://"))
+
+
+def test_community_redis_service_needs_a_user() -> None:
+    community = pytest.importorskip("google.adk_community.sessions.redis_session_service")
+    service = community.RedisSessionService(uri="redis://127.0.0.1:6379/0")
+    assert list_sessions_requires_user(service)
+
+
+async def test_scan_without_user_on_such_a_service_asks_for_user() -> None:
+    store = OpenedStore(service=_UserRequiredService(), uri="custom://x", read_only="-")
+    with pytest.raises(CliError, match="pass --user"):
+        await scan_store(store, app="a", user=None)
+
+
+# -- scan bookkeeping -------------------------------------------------------
+
+
+def _broken_events() -> list[Event]:
+    call = types.Part(function_call=types.FunctionCall(id="c1", name="refund", args={}))
+    return [
+        Event(
+            author="agent",
+            invocation_id="i",
+            timestamp=1.0,
+            content=types.Content(role="model", parts=[call]),
+        )
+    ]
+
+
+class _CountingService(BaseSessionService):
+    """Lists `count` sessions; every read sleeps so overlapping reads can be counted."""
+
+    def __init__(self, count: int, vanished: frozenset[str] = frozenset(), failing: str = ""):
+        self.count = count
+        self.vanished = vanished
+        self.failing = failing
+        self.in_flight = 0
+        self.peak = 0
+
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> Any:
+        return ListSessionsResponse(
+            sessions=[
+                Session(id=f"s{i}", app_name=app_name, user_id="u", last_update_time=0.0)
+                for i in range(self.count)
+            ]
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(0.002)
+            if session_id == self.failing:
+                raise ConnectionResetError("connection reset by peer")
+            if session_id in self.vanished:
+                return None
+            events = _broken_events() if session_id.endswith("0") else []
+            return Session(id=session_id, app_name=app_name, user_id=user_id, events=events)
+        finally:
+            self.in_flight -= 1
+
+    async def create_session(self, **kwargs: Any) -> Session:
+        raise AssertionError("scan must not create sessions")
+
+    async def delete_session(self, **kwargs: Any) -> None:
+        raise AssertionError("scan must not delete sessions")
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        raise AssertionError("scan must not append events")
+
+
+@pytest.mark.parametrize("concurrency", [1, 4, 16])
+async def test_scan_never_has_more_reads_in_flight_than_concurrency(concurrency: int) -> None:
+    service = _CountingService(60)
+    store = OpenedStore(service=service, uri="fake://", read_only="-")
+    result = await scan_store(store, app="a", user=None, concurrency=concurrency)
+    assert service.peak == concurrency
+    assert result.sessions_scanned == 60
+    assert (result.sessions_with_missing, result.healthy_sessions) == (6, 54)
+
+
+async def test_scan_counts_vanished_and_unreadable_sessions_apart() -> None:
+    service = _CountingService(12, vanished=frozenset({"s3"}), failing="s5")
+    store = OpenedStore(service=service, uri="fake://", read_only="-")
+    done: list[int] = []
+    result = await scan_store(store, app="a", user=None, on_session_done=lambda: done.append(1))
+    assert result.vanished_sessions == 1
+    assert [u["session"] for u in result.unreadable] == ["s5"]
+    assert "connection reset" in result.unreadable[0]["error"]
+    assert result.sessions_scanned == 10
+    assert len(done) == 12
+
+
+def test_exit_code_follows_fail_on() -> None:
+    result = ScanResult(
+        store="x", app="a", user=None, read_only="-", missing_calls=0, pending_calls=2
+    )
+    assert [result.exit_code(f) for f in ("never", "missing", "pending", "any")] == [0, 0, 1, 1]
