@@ -113,13 +113,30 @@ class PairingLedger:
     calls to those calls, in part order; it is what a repaired view needs.
     """
 
-    __slots__ = ("_idless_open", "_newest_by_id", "calls", "open_calls")
+    __slots__ = ("_answered_in", "_idless_open", "_newest_by_id", "_open", "calls")
 
     def __init__(self) -> None:
         self.calls: list[TrackedCall] = []
-        self.open_calls: dict[int, list[TrackedCall]] = {}
+        self._open: dict[int, list[TrackedCall]] = {}
+        # Events with calls answered since `_open` was last compacted. Dropping
+        # each answered call from its event's list right away costs O(width) per
+        # answer, O(width²) for one event with many parallel calls.
+        self._answered_in: set[int] = set()
         self._newest_by_id: dict[str, TrackedCall] = {}
         self._idless_open: dict[str, deque[TrackedCall]] = {}
+
+    @property
+    def open_calls(self) -> dict[int, list[TrackedCall]]:
+        """Event index -> its unanswered calls, in part order (only events that have some)."""
+        if self._answered_in:
+            for index in self._answered_in:
+                remaining = [c for c in self._open.get(index, ()) if not c.answered]
+                if remaining:
+                    self._open[index] = remaining
+                else:
+                    self._open.pop(index, None)
+            self._answered_in.clear()
+        return self._open
 
     def observe(self, event: Event, index: int) -> set[int]:
         """Records `event` (at `index` in the history) and returns changed indices.
@@ -168,7 +185,7 @@ class PairingLedger:
         # This event now owns every later id-less response of these names.
         self._idless_open.update(idless_here)
         if opened:
-            self.open_calls[index] = opened
+            self._open[index] = opened
             changed.add(index)
         return changed
 
@@ -179,11 +196,7 @@ class PairingLedger:
         return queue.popleft() if queue else None
 
     def _close(self, call: TrackedCall) -> None:
-        remaining = [c for c in self.open_calls.get(call.event_index, ()) if c is not call]
-        if remaining:
-            self.open_calls[call.event_index] = remaining
-        else:
-            self.open_calls.pop(call.event_index, None)
+        self._answered_in.add(call.event_index)
 
 
 def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
