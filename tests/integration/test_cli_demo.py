@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from adk_pairing.cli._demo_agent import APP_NAME, CALL_ID, USER_ID
 
 SCRIPT = Path(sys.executable).with_name("adk-pairing")
@@ -31,7 +33,14 @@ def test_demo_json_shows_adk_dropping_the_call_and_the_repair_passing(tmp_path: 
     report = json.loads(done.stdout)
     assert report["ok"] is True
     assert report["adk_version"].startswith("2.")
-    assert [c["passed"] for c in report["checks"]] == [True] * 6
+    assert [(c["id"], c["passed"]) for c in report["checks"]] == [
+        ("turn_interrupted", True),
+        ("unprotected_turn_fails", True),
+        ("repaired_request_valid", True),
+        ("synthetic_result_seen", True),
+        ("stored_rows_unchanged", True),
+        ("nothing_synthetic_stored", True),
+    ]
 
     interrupted = report["interrupted"]
     assert interrupted["killed_by_sigkill"] and interrupted["child_returncode"] == -9
@@ -89,3 +98,23 @@ def test_demo_text_fits_a_screen_and_says_what_happened(tmp_path: Path) -> None:
     assert "6/6 checks passed: the repair works." in out
     assert "✗" not in out
     assert done.stderr == ""
+
+
+def test_demo_exits_1_when_the_repair_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict is measured, not printed: without the decorator, step 3 must fail.
+
+    The decorator is swapped for the bare inner service (a deliberate
+    break); everything else is real, including the killed child process.
+    """
+    from typer.testing import CliRunner
+
+    from adk_pairing.cli import _demo as demo_module
+    from adk_pairing.cli import app
+
+    monkeypatch.setattr(demo_module, "PairingSessionService", lambda inner: inner)
+    result = CliRunner().invoke(app, ["demo", "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    failed = {c["id"] for c in report["checks"] if not c["passed"]}
+    assert failed == {"repaired_request_valid", "synthetic_result_seen"}
+    assert report["ok"] is False

@@ -25,13 +25,13 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing.cli._common import CliError, explain, human_age, short
+from adk_pairing.cli._scan import ScanResult, scan_store
 from adk_pairing.cli._store import (
     OpenedStore,
     list_sessions_requires_user,
     parse_options,
     read_only_target,
 )
-from adk_pairing.cli.scan import ScanResult, scan_store
 
 SECRET = "hunter2"
 

@@ -63,7 +63,7 @@ def demo(
     debug: DebugOpt = False,
 ) -> None:
     """Kill a real ADK turn mid-tool, show what ADK does next, and show the repair."""
-    from .demo import render, run_demo
+    from ._demo import render, run_demo
 
     report = run(run_demo(db, debug=debug), uri=None, debug=debug)
     if json_output:
@@ -105,8 +105,8 @@ def scan(
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
     from ._common import stderr_console
+    from ._scan import FAIL_ON_CHOICES, ScanResult, render, scan_store, scan_with_progress
     from ._store import open_read_only, parse_options
-    from .scan import FAIL_ON_CHOICES, ScanResult, render, scan_store, scan_with_progress
 
     if fail_on not in FAIL_ON_CHOICES:
         raise typer.BadParameter(
@@ -150,8 +150,8 @@ def show(
     debug: DebugOpt = False,
 ) -> None:
     """Print a session's stored events and its repaired view side by side."""
+    from ._show import ShownSession, load, render
     from ._store import open_read_only, parse_options
-    from .show import ShownSession, load, render
 
     async def go() -> ShownSession:
         store = open_read_only(uri, parse_options(option))

@@ -73,8 +73,9 @@ STORE_MARKERS = (METADATA_KEY, "adk-pairing-")
 
 @dataclass
 class Check:
-    """One verified claim of the demo."""
+    """One verified claim of the demo (`id` is stable, for scripts)."""
 
+    id: str
     name: str
     passed: bool
     detail: str
@@ -96,8 +97,8 @@ class DemoReport:
     def ok(self) -> bool:
         return bool(self.checks) and all(check.passed for check in self.checks)
 
-    def check(self, name: str, passed: bool, detail: str) -> None:
-        self.checks.append(Check(name=name, passed=bool(passed), detail=detail))
+    def check(self, check_id: str, name: str, passed: bool, detail: str) -> None:
+        self.checks.append(Check(id=check_id, name=name, passed=bool(passed), detail=detail))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -307,6 +308,7 @@ async def interrupt_turn(
         "missing_calls": [{"id": c.call_id, "name": c.name} for c in missing],
     }
     report.check(
+        "turn_interrupted",
         "turn interrupted",
         killed and tool_running and any(c.call_id == CALL_ID for c in missing),
         f"child {child.pid} killed by SIGKILL while {TOOL_NAME} ran; "
@@ -356,6 +358,7 @@ async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> 
         "history_as_stored_violations": as_stored,
     }
     report.check(
+        "unprotected_turn_fails",
         "unprotected turn goes wrong",
         bool(violations) or dropped,
         "ADK dropped the unanswered call from the request"
@@ -403,21 +406,25 @@ async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> Non
         "store_still_shows_call_missing": still_missing,
     }
     report.check(
+        "repaired_request_valid",
         "repaired request passes Anthropic's pairing rule",
         call_sent and not violations,
         f"call {CALL_ID} kept, {len(violations)} violations",
     )
     report.check(
+        "synthetic_result_seen",
         "model saw a synthetic result",
         synthetic is not None and synthetic.get("status") == "missing",
         f"result for {CALL_ID}: status={None if synthetic is None else synthetic.get('status')}",
     )
     report.check(
+        "stored_rows_unchanged",
         "stored rows byte-for-byte unchanged",
         unchanged and len(before) > 0,
         f"{len(before)} pre-existing rows identical; {new_rows} new rows for the new turn",
     )
     report.check(
+        "nothing_synthetic_stored",
         "nothing synthetic stored",
         marked_rows == 0 and still_missing,
         f"{marked_rows} rows contain {METADATA_KEY!r}; the stored call is still unanswered",
@@ -449,7 +456,7 @@ async def run_demo(db: Path | None, *, debug: bool = False) -> DemoReport:
 
 def render(report: DemoReport, console: Console) -> None:
     """About 25 lines of at most ~80 columns: the failure, the repair, the verdict."""
-    checks = {check.name: check for check in report.checks}
+    checks = {check.id: check for check in report.checks}
 
     def say(text: str) -> None:
         console.print(text, markup=False)
@@ -467,14 +474,14 @@ def render(report: DemoReport, console: Console) -> None:
     say(f"  {report.store}")
     say("")
     say("1. A turn dies while its tool runs")
-    say(f"  {mark('turn interrupted')} child {i['child_pid']} ran a real Runner; the model called")
+    say(f"  {mark('turn_interrupted')} child {i['child_pid']} ran a real Runner; the model called")
     say(f"    {TOOL_NAME} (id {CALL_ID}); call stored, tool running")
     say(
         f"    → SIGKILL → exit {i['child_returncode']}; "
         f"{len(i['missing_calls'])} stored call has no result"
     )
     say("2. Next turn through the plain DatabaseSessionService (a copy of the store)")
-    wrong = mark("unprotected turn goes wrong") == "✓"
+    wrong = mark("unprotected_turn_fails") == "✓"
     if u["behaviour"] == "dropped":
         say(
             f"  {'!' if wrong else '✗'} ADK {report.adk_version} dropped the call from the request;"
@@ -493,24 +500,24 @@ def render(report: DemoReport, console: Console) -> None:
         say("    sent as stored, Anthropic would reject it:")
         quote(u["history_as_stored_violations"][0])
     say("3. Same turn through PairingSessionService")
-    rule = "repaired request passes Anthropic's pairing rule"
+    rule = "repaired_request_valid"
     say(f"  {mark(rule)} request passes Anthropic's pairing rule; the call is kept:")
     say(f"    {p['request_outline']}")
     synthetic = p["synthetic_result"] or {}
     say(
-        f"  {mark('model saw a synthetic result')} the model saw a synthetic result, "
+        f"  {mark('synthetic_result_seen')} the model saw a synthetic result, "
         f"status {synthetic.get('status')!r}:"
     )
     quote(repr(str(synthetic.get("message", ""))), lines=3)
     digest_before = p["pre_existing_rows_sha256_before"][:12]
     digest_after = p["pre_existing_rows_sha256_after"][:12]
     say(
-        f"  {mark('stored rows byte-for-byte unchanged')} the {p['rows_before']} stored event "
+        f"  {mark('stored_rows_unchanged')} the {p['rows_before']} stored event "
         "rows are byte-for-byte unchanged:"
     )
     say(f"    sha256 {digest_before}… before, {digest_after}… after (+{p['new_rows']} new rows)")
     say(
-        f"  {mark('nothing synthetic stored')} {p['rows_with_marker']} rows contain "
+        f"  {mark('nothing_synthetic_stored')} {p['rows_with_marker']} rows contain "
         f"{METADATA_KEY!r}; the store still has the call unanswered"
     )
     passed = sum(1 for check in report.checks if check.passed)
