@@ -17,6 +17,7 @@ inside a running turn.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left, insort
 from collections import OrderedDict
 from typing import Any
 
@@ -45,13 +46,20 @@ _HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class _ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("inner", "ledger", "synthetic_at")
+    __slots__ = ("inner", "ledger", "slot_order", "synthetic_at")
 
     def __init__(self, inner: Session, ledger: PairingLedger | None) -> None:
         self.inner = inner
         self.ledger = ledger
         # Stored-event index -> the synthetic event now placed after it.
         self.synthetic_at: dict[int, Event] = {}
+        # The keys of `synthetic_at`, sorted: how many synthetic events precede
+        # a stored index, hence where its synthetic event sits in the view.
+        self.slot_order: list[int] = []
+
+    def index_slots(self, view_events: list[Event], ledger: PairingLedger) -> None:
+        self.synthetic_at = _index_synthetic_events(view_events, ledger)
+        self.slot_order = sorted(self.synthetic_at)
 
 
 class PairedSession(Session):
@@ -262,7 +270,7 @@ class PairingSessionService(BaseSessionService):
         )
         view_state = _ViewState(stored, ledger)
         if ledger.open_calls:
-            view_state.synthetic_at = _index_synthetic_events(view.events, ledger)
+            view_state.index_slots(view.events, ledger)
         view._pairing = view_state
         _mirror_fields(view, stored)
         return view
@@ -291,7 +299,7 @@ class PairingSessionService(BaseSessionService):
         ledger = build_ledger(events, live_event_mask(events))
         view.events = repaired_events(events, self._texts, ledger=ledger)
         view_state.ledger = ledger
-        view_state.synthetic_at = _index_synthetic_events(view.events, ledger)
+        view_state.index_slots(view.events, ledger)
 
     def _refresh_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
         """Re-renders the call event at stored `index` and its synthetic result."""
@@ -305,8 +313,15 @@ class PairingSessionService(BaseSessionService):
                 synthetic = make_synthetic_event(stored_event, open_calls, self._texts)
                 view.events.append(synthetic)
                 view_state.synthetic_at[index] = synthetic
+                insort(view_state.slot_order, index)
             return
-        position = _rfind_identity(view.events, previous)
+        # Stored index i sits at i + (synthetic events before it) in the view,
+        # and its synthetic event right after. Searching the view for it instead
+        # costs O(history) per answer: quadratic over a long run of open calls.
+        rank = bisect_left(view_state.slot_order, index)
+        position = index + rank + 1
+        if position >= len(view.events) or view.events[position] is not previous:
+            position = _rfind_identity(view.events, previous)
         if open_calls:
             synthetic = make_synthetic_event(stored_event, open_calls, self._texts)
             view.events[position - 1] = annotate_call_event(stored_event, open_calls)
@@ -315,6 +330,7 @@ class PairingSessionService(BaseSessionService):
         else:
             view.events[position - 1] = stored_event
             del view.events[position]
+            del view_state.slot_order[rank]
 
     def _log_missing(self, stored: Session, ledger: PairingLedger) -> None:
         for calls in ledger.open_calls.values():
