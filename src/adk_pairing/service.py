@@ -222,7 +222,7 @@ class PairingSessionService(BaseSessionService):
     # -- events -------------------------------------------------------------
 
     async def append_event(self, session: Session, event: Event) -> Event:
-        view_state = session._pairing if isinstance(session, PairedSession) else None
+        view_state = _view_state_of(session)
         if view_state is None:
             return await self._inner.append_event(session, event)
         inner = view_state.inner
@@ -369,12 +369,26 @@ def _rfind_identity(events: list[Event], target: Event) -> int:
     raise LookupError("synthetic event is no longer in the view")
 
 
+def _view_state_of(session: Session) -> _ViewState | None:
+    """The view's link to its inner session; None for any other session.
+
+    Reads pydantic's private-attribute dict directly: ``session._pairing``
+    goes through ``BaseModel.__getattr__``, ~1.8 µs on every append.
+    """
+    if not isinstance(session, PairedSession):
+        return None
+    private = session.__pydantic_private__
+    return private.get("_pairing") if private else None
+
+
 def _mirror_fields(view: Session, stored: Session) -> None:
     """Keeps state, update time and the storage revision marker in step."""
     view.state = stored.state
     view.last_update_time = stored.last_update_time
     if _HAS_STORAGE_MARKER:
-        view._storage_update_marker = stored._storage_update_marker
+        # Direct read for the same reason as in `_view_state_of`.
+        private = stored.__pydantic_private__
+        view._storage_update_marker = private.get("_storage_update_marker") if private else None
 
 
 def _session_key(session: Session) -> str:
