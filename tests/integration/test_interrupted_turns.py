@@ -140,14 +140,18 @@ async def test_partially_answered_parallel_turn_gets_a_result_only_for_the_unans
         assert trailing_text in last.texts()
 
 
+@pytest.mark.parametrize("model", ["claude", "gemini"])
 async def test_model_calls_without_ids_are_stored_with_adk_ids_and_repaired_by_them(
-    backend: Backend,
+    backend: Backend, model: str
 ) -> None:
     """ADK gives an id-less model call an ``adk-`` id before storing it
-    (``populate_client_function_call_id``); the placeholder answers that id."""
+    (``populate_client_function_call_id``); the placeholder answers that id.
+    ADK keeps ``adk-`` ids in requests to id-pairing providers (Claude) and
+    strips them from call and response alike for the others (Gemini)."""
     harness = Harness.build(
         backend,
         wrapped=True,
+        model=model,
         steps=[
             calls(call("lookup", {"city": "Oslo"})),
             text("Sunny."),
@@ -166,7 +170,10 @@ async def test_model_calls_without_ids_are_stored_with_adk_ids_and_repaired_by_t
     assert len(stored_ids) == 2
     assert all(i and i.startswith("adk-") for i in stored_ids)
     assert_every_request_valid(harness.script)
-    assert placeholder_ids(harness.script.last, CallStatus.MISSING.value) == [stored_ids[1]]
+    last = harness.script.last
+    expected_ids = stored_ids if model == "claude" else [None, None]
+    assert [c.id for c in last.function_calls] == expected_ids
+    assert placeholder_ids(last, CallStatus.MISSING.value) == [expected_ids[1]]
 
 
 async def test_stored_calls_without_ids_are_answered_by_name(backend: Backend) -> None:

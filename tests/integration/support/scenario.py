@@ -18,7 +18,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from google.adk.agents.llm_agent import LlmAgent
@@ -49,6 +49,11 @@ from .scripted_model import (
 
 USER_ID = "user-1"
 AGENT_NAME = "assistant"
+
+#: Upper bound for one turn. Turns here take milliseconds; the bound only turns
+#: a runner that loops forever (a broken view can make ADK do that) into a
+#: failure instead of a hung suite. It is not a speed assertion.
+TURN_TIMEOUT_SECONDS = 30.0
 
 
 async def eventually(
@@ -131,7 +136,6 @@ class Harness:
     runner: Runner
     service: BaseSessionService
     run_config: RunConfig | None = None
-    errors: list[BaseException] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -223,14 +227,15 @@ class Harness:
         if isinstance(message, str):
             message = user_text(message)
         events: list[Event] = []
-        async for event in self.runner.run_async(
-            user_id=USER_ID,
-            session_id=session_id,
-            new_message=message,
-            invocation_id=invocation_id,
-            run_config=run_config or self.run_config,
-        ):
-            events.append(event)
+        async with asyncio.timeout(TURN_TIMEOUT_SECONDS):
+            async for event in self.runner.run_async(
+                user_id=USER_ID,
+                session_id=session_id,
+                new_message=message,
+                invocation_id=invocation_id,
+                run_config=run_config or self.run_config,
+            ):
+                events.append(event)
         return events
 
     async def interrupted_turn(
