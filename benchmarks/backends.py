@@ -12,9 +12,9 @@ event on the durable stores (a commit each), and Redis rewrites the whole
 session on every append, so large histories are bulk-loaded instead, with the
 backend's *own* serialisation (ADK's ORM mapping for `DatabaseSessionService`,
 the same INSERT and ``model_dump_json`` for `SqliteSessionService`, the same
-session document for Redis). Small histories (≤ `APPEND_SEED_LIMIT` events)
-and every in-memory history go through the unwrapped service's
-`append_event`. Every seeded session is read back through the unwrapped
+session document for Redis). Small histories (≤ `Backend.append_seed_limit`
+events, 100 by default) and every in-memory history go through the unwrapped
+service's `append_event`. Every seeded session is read back through the unwrapped
 service and compared event id by event id before it is timed.
 """
 
@@ -38,9 +38,6 @@ PG_PORT = int(os.environ.get("ADK_PAIRING_PG_PORT", "5432"))
 PG_USER = os.environ.get("ADK_PAIRING_PG_USER", "postgres")
 REDIS_URL = os.environ.get("ADK_PAIRING_REDIS_URL", "redis://127.0.0.1:6379/0")
 
-#: Histories up to this size are seeded through the service's own append_event.
-APPEND_SEED_LIMIT = 100
-
 #: Benchmark name -> what the table calls it.
 BACKEND_LABELS = {
     "inmemory": "InMemorySessionService",
@@ -61,6 +58,8 @@ class Backend:
     name: str
     service: BaseSessionService
     bulk_seed: BulkSeed | None
+    #: Histories up to this size are seeded through the service's own append_event.
+    append_seed_limit: int = 100
 
     @property
     def label(self) -> str:
@@ -69,7 +68,7 @@ class Backend:
     async def seeded_session(self, app_name: str, user_id: str, events: list[Event]) -> str:
         """Creates a session holding `events`, verifies it, and returns its id."""
         session = await self.service.create_session(app_name=app_name, user_id=user_id)
-        if self.bulk_seed is None or len(events) <= APPEND_SEED_LIMIT:
+        if self.bulk_seed is None or len(events) <= self.append_seed_limit:
             for event in events:
                 await self.service.append_event(session, event)
         else:

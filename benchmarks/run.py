@@ -71,7 +71,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--sizes", type=_ints, help="get_session history sizes (10,100,1000,10000)")
     parser.add_argument("--append-sizes", type=_ints, help="append_event history sizes (100,1000)")
-    parser.add_argument("--core-sizes", type=_ints, help="pure-core sizes (1000,10000,100000)")
+    parser.add_argument("--core-sizes", type=_ints, help="pure-core sizes (100,1000,10000,100000)")
     parser.add_argument("--memory-sizes", type=_ints, help="memory history sizes (1000,10000)")
     parser.add_argument(
         "--backends",
@@ -98,8 +98,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--core-limit",
         type=float,
-        default=60.0,
-        help="skip a core size whose projected time exceeds this many seconds (60)",
+        help="skip a core path whose projected time exceeds this many seconds (60; quick 0.25)",
     )
     parser.add_argument(
         "--pg-database",
@@ -116,7 +115,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(
         sizes=args.sizes or ((10, 40) if quick else (10, 100, 1_000, 10_000)),
         append_sizes=args.append_sizes or ((10,) if quick else (100, 1_000)),
-        core_sizes=args.core_sizes or ((200, 2_000) if quick else (1_000, 10_000, 100_000)),
+        core_sizes=args.core_sizes or ((100, 1_000) if quick else (100, 1_000, 10_000, 100_000)),
         memory_sizes=args.memory_sizes or ((40,) if quick else (1_000, 10_000)),
         backends=args.backends,
         memory_backends=args.memory_backends,
@@ -125,14 +124,20 @@ def settings_from(args: argparse.Namespace) -> Settings:
         min_rounds=3 if quick else 5,
         target_min_rounds=3 if quick else 30,
         warmup=1 if quick else 2,
-        core_limit_s=args.core_limit,
+        core_limit_s=args.core_limit if args.core_limit is not None else (0.25 if quick else 60.0),
         pg_database=args.pg_database,
+        append_seed_limit=10 if quick else 100,
     )
 
 
 def _progress(section: str, row: dict[str, Any]) -> None:
     if section == "core":
-        detail = row.get("skipped") or f"view {row['view_s'] * 1e3:.1f} ms"
+        detail = "  ".join(
+            f"{path} {row[f'{path}_s'] * 1e3:.1f} ms"
+            if f"{path}_s" in row
+            else f"{path} {row.get(f'{path}_skipped', '-')}"
+            for path in ("view", "analyze", "incremental")
+        )
         print(f"  core  {row['shape']:<28} {row['size']:>7,}  {detail}", file=sys.stderr)
     elif section == "memory":
         print(
@@ -141,9 +146,12 @@ def _progress(section: str, row: dict[str, Any]) -> None:
             file=sys.stderr,
         )
     else:
+        kinds = row.get("ratio_by_kind")
+        detail = (" by kind " + ", ".join(f"{v:.3f}" for v in kinds.values())) if kinds else ""
         print(
             f"  {section:<12} {row['backend']:<9} {row['size']:>7,} {row['health']:<8}"
-            f" ratio {row['ratio']:.3f} ({row['rounds']} rounds)",
+            f" ratio {row['ratio']:.3f} ({row['rounds']} rounds,"
+            f" {row['wrapped_ns'] / 1e3:.1f} vs {row['unwrapped_ns'] / 1e3:.1f} µs){detail}",
             file=sys.stderr,
         )
 

@@ -201,6 +201,10 @@ def unanswered_call_count(events: list[Event]) -> int:
     return len(calls - responses)
 
 
+#: The kinds of event `turn_cycle` yields, in order (event i is of kind i % 4).
+TURN_KINDS = ("user text", "function_call", "function_response", "model text")
+
+
 def turn_cycle(clock: Clock) -> Iterator[Event]:
     """An endless stream of healthy turns, one event at a time (for append benchmarks)."""
     turn = 0
@@ -257,12 +261,34 @@ def reused_ids_history(size: int) -> list[Event]:
     return events
 
 
+def parallel_merged_history(size: int) -> list[Event]:
+    """One model event with size/2 parallel calls and one event answering 99% of them.
+
+    ADK runs parallel calls together and merges their responses into one event
+    (``merge_parallel_function_response_events``), so this is the usual shape
+    of parallel calling, at an absurd width. The size counts function parts.
+    """
+    clock = Clock()
+    width = max(1, size // 2)
+    ids = [f"adk-par-{i}" for i in range(width)]
+    dead = broken_turns(width)
+    return [
+        _event(clock, "model", [_call(TOOL, call_id) for call_id in ids]),
+        _event(
+            clock,
+            "user",
+            [_response(TOOL, call_id) for i, call_id in enumerate(ids) if i not in dead],
+        ),
+    ]
+
+
 def parallel_calls_history(size: int) -> list[Event]:
     """One model event with size/2 parallel calls, answered one response per event.
 
-    The size counts function parts. 1% of the calls are never answered. This
-    is the worst case for bookkeeping that rebuilds an event's open-call list
-    on every answer.
+    This is how answers to parallel *long-running* calls arrive. The size
+    counts function parts; 1% of the calls are never answered. It is the
+    worst case for bookkeeping that touches an event's open calls on every
+    answer.
     """
     clock = Clock()
     width = max(1, size // 2)
@@ -302,18 +328,19 @@ def pending_run_history(size: int) -> list[Event]:
 
 
 def idless_same_name_history(size: int) -> list[Event]:
-    """One event with size/2 id-less calls of one name, answered one response per event.
+    """One event with size/2 id-less calls of one name, and one event answering 99%.
 
-    Id-less responses are paired by name and order, not by id, so the calls
-    queue up; a quadratic implementation would search or rebuild the queue on
-    every response. The last 1% are never answered.
+    Id-less responses are paired by name and position, not by id, so every
+    response has to find "the next open call of this name"; a quadratic
+    implementation would search or rebuild the queue each time.
     """
     clock = Clock()
     width = max(1, size // 2)
     answered = width - max(1, round(width * 0.01))
-    events = [_event(clock, "model", [_call(TOOL, None) for _ in range(width)])]
-    events.extend(_event(clock, "user", [_response(TOOL, None)]) for _ in range(answered))
-    return events
+    return [
+        _event(clock, "model", [_call(TOOL, None) for _ in range(width)]),
+        _event(clock, "user", [_response(TOOL, None) for _ in range(answered)]),
+    ]
 
 
 def realistic_core_history(size: int) -> list[Event]:
@@ -322,9 +349,10 @@ def realistic_core_history(size: int) -> list[Event]:
 
 #: Name -> builder of a history of (about) the given size.
 CORE_SHAPES: dict[str, Callable[[int], list[Event]]] = {
-    "realistic (1% broken)": realistic_core_history,
+    "realistic (1% unanswered)": realistic_core_history,
     "reused ids (call_1)": reused_ids_history,
-    "parallel calls in one event": parallel_calls_history,
+    "parallel calls, merged answer": parallel_merged_history,
+    "parallel calls, one answer/event": parallel_calls_history,
     "long run of pending calls": pending_run_history,
     "id-less calls, same name": idless_same_name_history,
 }

@@ -1,0 +1,160 @@
+"""The benchmark harness runs end to end on every store and computes every figure.
+
+This is not a timed test: nothing here depends on how fast anything is. It
+runs ``benchmarks/run.py --quick`` exactly as ``make bench`` would (a separate
+process, real SQLite files, the local PostgreSQL and Redis servers) and checks
+that every ratio the harness promises was computed and is a finite, positive
+number, so a harness that silently stopped measuring something fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PG_HOST, PG_PORT, PG_USER, require_server
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+ROOT = Path(__file__).resolve().parents[2]
+BACKENDS = {"inmemory", "sqlite", "db-sqlite", "postgres", "redis"}
+QUICK_SIZES = {10, 40}
+QUICK_APPEND_SIZES = {10}
+HEALTHS = {"healthy", "broken"}
+
+
+def _finite_positive(value: object) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+async def _database_exists(name: str) -> bool:
+    import asyncpg
+
+    connection = await asyncpg.connect(
+        host=PG_HOST, port=PG_PORT, user=PG_USER, database="postgres"
+    )
+    try:
+        return bool(await connection.fetchval("SELECT 1 FROM pg_database WHERE datname=$1", name))
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Runs the quick benchmark once for this module; returns paths and parsed rows."""
+    require_server("PostgreSQL", PG_HOST, PG_PORT)
+    require_server("Redis", "127.0.0.1", 6379)
+    out = tmp_path_factory.mktemp("bench")
+    database = f"adk_pairing_bench_smoke_{uuid.uuid4().hex[:10]}"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/run.py",
+            "--quick",
+            "--output",
+            str(out / "RESULTS.md"),
+            "--json",
+            str(out / "results.json"),
+            "--pg-database",
+            database,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return {
+        "results": json.loads((out / "results.json").read_text()),
+        "markdown": (out / "RESULTS.md").read_text(),
+        "database": database,
+    }
+
+
+def test_quick_benchmark_times_every_store_size_and_history_on_both_calls(quick_run):
+    results = quick_run["results"]
+    for section, sizes in (("get_session", QUICK_SIZES), ("append_event", QUICK_APPEND_SIZES)):
+        cells = {(r["backend"], r["size"], r["health"]) for r in results[section]}
+        expected = {(b, s, h) for b in BACKENDS for s in sizes for h in HEALTHS}
+        assert cells == expected, section
+
+
+def test_every_wrapped_over_unwrapped_ratio_is_finite_and_positive(quick_run):
+    results = quick_run["results"]
+    for section in ("get_session", "append_event"):
+        for row in results[section]:
+            label = f"{section} {row['backend']} {row['size']} {row['health']}"
+            assert row["rounds"] >= 3, label
+            for key in ("ratio", "ratio_q1", "ratio_q3", "wrapped_ns", "unwrapped_ns"):
+                assert _finite_positive(row[key]), f"{label} {key}={row[key]!r}"
+    for row in results["append_event"]:
+        assert set(row["ratio_by_kind"]) == {
+            "user text",
+            "function_call",
+            "function_response",
+            "model text",
+        }
+        assert all(_finite_positive(v) for v in row["ratio_by_kind"].values()), row
+
+
+def test_broken_histories_are_timed_with_their_synthetic_results_in_the_view(quick_run):
+    # The harness refuses to time a view without the expected synthetic events;
+    # here we only check it reported some for every broken history.
+    for section in ("get_session", "append_event"):
+        for row in quick_run["results"][section]:
+            assert (row["synthetic"] > 0) == (row["health"] == "broken"), row
+
+
+def test_core_growth_ratios_are_computed_for_every_shape_and_measured_path(quick_run):
+    core = quick_run["results"]["core"]
+    shapes = {r["shape"] for r in core}
+    assert len(shapes) == 6
+    for row in core:
+        assert row["events"] > 0 and row["parts"] > 0, row
+        # The view and analyze paths are linear, so the quick run always measures them.
+        assert _finite_positive(row["view_s"]) and _finite_positive(row["analyze_s"]), row
+        if row["size"] > min(r["size"] for r in core):
+            for path in ("view", "analyze", "incremental"):
+                if f"{path}_s" in row:
+                    assert _finite_positive(row[f"{path}_growth"]), (row["shape"], path)
+                else:
+                    assert row[f"{path}_skipped"].startswith("skipped: projected"), row
+
+
+def test_memory_ratios_are_computed_for_healthy_and_broken_views(quick_run):
+    memory = quick_run["results"]["memory"]
+    assert {(r["backend"], r["health"]) for r in memory} == {
+        (b, h) for b in ("inmemory", "sqlite") for h in HEALTHS
+    }
+    for row in memory:
+        assert _finite_positive(row["peak_ratio"]), row
+        assert _finite_positive(row["retained_ratio"]), row
+
+
+def test_results_file_names_the_machine_the_command_and_every_target(quick_run):
+    markdown = quick_run["markdown"]
+    for needle in (
+        "benchmarks/run.py --quick",
+        "| CPU |",
+        "| PostgreSQL |",
+        "| Redis |",
+        "| google-adk |",
+        "### Targets",
+        "### get_session",
+        "### append_event",
+        "### Pure core",
+        "### Memory",
+    ):
+        assert needle in markdown, needle
+    assert "not measured" not in markdown.split("### Targets")[1].split("###")[0]
+
+
+def test_the_benchmark_database_is_dropped_after_the_run(quick_run):
+    assert not asyncio.run(_database_exists(quick_run["database"]))
