@@ -4,7 +4,8 @@ Usage:
 
     .venv/bin/python benchmarks/seed_scan.py                      # 10,000 x 50, fresh database
     .venv/bin/python benchmarks/seed_scan.py --sessions 200 --events 20 --db adk_scan_small
-    .venv/bin/python benchmarks/seed_scan.py --time-scan          # ... then time the scan
+    .venv/bin/python benchmarks/seed_scan.py --time-scan 1 8      # ... then time the scan
+    .venv/bin/python benchmarks/seed_scan.py --no-seed --time-scan 1 8 --latency-ms 1
 
 How the rows are made so that they are exactly what ADK would store:
 
@@ -31,7 +32,6 @@ import asyncio
 import copy
 import datetime
 import json
-import subprocess
 import sys
 import time
 import uuid
@@ -251,21 +251,84 @@ async def verify(database: str, app: str, events: int) -> None:
         await service.close()
 
 
-def time_scan(database: str, app: str, concurrency: int) -> tuple[float, dict[str, Any]]:
+class LatencyProxy:
+    """A TCP proxy to PostgreSQL that delays every chunk by `delay_ms` each way.
+
+    It stands in for a server across a network: on localhost a scan is bound
+    by CPU, and the benefit of `--concurrency` (hiding round trips) only shows
+    when each round trip costs time. It runs in this process, so it affects
+    only the connections of the scan being timed.
+    """
+
+    def __init__(self, delay_ms: float) -> None:
+        self.delay = delay_ms / 1000
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._handle, HOST, 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def read() -> None:
+            while True:
+                data = await reader.read(65_536)
+                await queue.put((loop.time() + self.delay, data))
+                if not data:
+                    return
+
+        async def write() -> None:
+            while True:
+                due, data = await queue.get()
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                if not data:
+                    writer.close()
+                    return
+                writer.write(data)
+                await writer.drain()
+
+        await asyncio.gather(read(), write())
+
+    async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection(HOST, PORT)
+        await asyncio.gather(
+            self._forward(client_r, server_w),
+            self._forward(server_r, client_w),
+            return_exceptions=True,
+        )
+
+
+async def time_scan(
+    database: str, app: str, concurrency: int, latency_ms: float
+) -> tuple[float, dict[str, Any]]:
     """Runs the real console script and returns (wall seconds, its JSON)."""
     script = Path(sys.executable).with_name("adk-pairing")
-    started = time.perf_counter()
-    done = subprocess.run(
-        [str(script), "scan", adk_url(database), "--app", app, "--json",
-         "--concurrency", str(concurrency)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"scan failed ({done.returncode}): {done.stderr.strip()}")
-    return elapsed, json.loads(done.stdout)
+    proxy = LatencyProxy(latency_ms) if latency_ms > 0 else None
+    url = adk_url(database)
+    if proxy is not None:
+        port = await proxy.start()
+        url = url.replace(f"{HOST}:{PORT}", f"{HOST}:{port}")
+    try:
+        started = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            str(script), "scan", url, "--app", app, "--json", "--concurrency", str(concurrency),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stdout, stderr = await process.communicate()
+        elapsed = time.perf_counter() - started
+    finally:
+        if proxy is not None:
+            await proxy.stop()
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"scan failed ({process.returncode}): {stderr.decode().strip()}")
+    return elapsed, json.loads(stdout)
 
 
 async def seed(args: argparse.Namespace) -> dict[str, int]:
@@ -285,6 +348,23 @@ async def seed(args: argparse.Namespace) -> dict[str, int]:
     return expected
 
 
+async def expected_counts(args: argparse.Namespace) -> dict[str, int]:
+    """The counts a scan must report, read back from an already seeded database."""
+    connection = await asyncpg.connect(_plain_url(args.db))
+    try:
+        sessions = await connection.fetchval(
+            "SELECT count(*) FROM sessions WHERE app_name = $1", args.app
+        )
+    finally:
+        await connection.close()
+    copies = sessions - 3
+    missing = 1 + len(range(0, copies, args.missing_every))
+    pending = 1 + sum(
+        1 for n in range(copies) if n % args.missing_every != 0 and n % args.pending_every == 1
+    )
+    return {"sessions": sessions, "missing_sessions": missing, "pending_sessions": pending}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--db", default="adk_pairing_scan_bench", help="database to (re)create")
@@ -301,20 +381,33 @@ def main() -> None:
         type=int,
         help="after seeding, time `adk-pairing scan` at these concurrencies (default 8)",
     )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="time the scan through a local proxy adding this delay each way (a remote server)",
+    )
+    parser.add_argument(
+        "--no-seed", action="store_true", help="reuse the database seeded by an earlier run"
+    )
     args = parser.parse_args()
     if args.events < 5 or args.sessions < 3:
         parser.error("need at least 5 events and 3 sessions")
-    expected = asyncio.run(seed(args))
+    expected = asyncio.run(expected_counts(args) if args.no_seed else seed(args))
     if args.time_scan is not None:
         for concurrency in args.time_scan or [8]:
-            elapsed, report = time_scan(args.db, args.app, concurrency)
+            elapsed, report = asyncio.run(
+                time_scan(args.db, args.app, concurrency, args.latency_ms)
+            )
             ok = (
                 report["sessions_scanned"] == expected["sessions"]
                 and report["sessions_with_missing"] == expected["missing_sessions"]
                 and report["sessions_with_pending"] == expected["pending_sessions"]
             )
             print(
-                f"adk-pairing scan --concurrency {concurrency}: {elapsed:.1f} s wall "
+                f"adk-pairing scan --concurrency {concurrency}"
+                f"{f' (+{args.latency_ms:g} ms each way)' if args.latency_ms else ''}: "
+                f"{elapsed:.1f} s wall "
                 f"({report['elapsed_seconds']:.1f} s scanning), "
                 f"{report['sessions_scanned'] / report['elapsed_seconds']:,.0f} sessions/s; "
                 f"counts {'match' if ok else 'DO NOT match'} the seed"

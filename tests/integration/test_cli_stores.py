@@ -471,3 +471,43 @@ def test_show_of_healthy_session_adds_nothing(sql_store: Store) -> None:
     shown = json.loads(result.stdout)
     assert shown["stored_events"] == shown["view_events"]
     assert shown["missing_calls"] == shown["pending_calls"] == []
+
+
+def test_scan_draws_a_progress_bar_on_a_terminal(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The console script with stderr on a pseudo-terminal: the bar is drawn there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    store = _make_store("db-sqlite", request, tmp_path)
+    script = Path(sys.executable).with_name("adk-pairing")
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(script), "scan", store.uri, "--app", store.app, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=60,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["sessions_scanned"] == 6  # stdout stays clean JSON
+    assert b"scanning" in drawn and b"6/6" in drawn
