@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +39,9 @@ from .support.scenario import Harness, assert_every_request_valid, placeholder_i
 from .support.scripted_model import text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Generous bound on the child's start-up (importing ADK takes seconds); it only
+#: keeps a broken child from hanging the suite.
+CHILD_READY_TIMEOUT_SECONDS = 120
 _SERVERS = {
     "db-postgres": ("PostgreSQL", PG_HOST, PG_PORT),
     "redis-adk": ("Redis", "127.0.0.1", 6379),
@@ -89,8 +93,12 @@ def killed_turns(
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
+    # A child that never reports is killed, which ends the blocking readline.
+    watchdog = threading.Timer(CHILD_READY_TIMEOUT_SECONDS, child.kill)
+    watchdog.start()
     try:
         line = child.stdout.readline() if child.stdout else ""
+        watchdog.cancel()
         if line.strip() != "READY":
             child.kill()
             _, errors = child.communicate(timeout=30)
@@ -100,6 +108,7 @@ def killed_turns(
         assert child.returncode == -signal.SIGKILL
         yield jobs
     finally:
+        watchdog.cancel()
         if child.poll() is None:
             child.kill()
             child.wait(timeout=30)
