@@ -10,6 +10,7 @@ however many sessions the store holds.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -25,6 +26,8 @@ from rich.text import Text
 from ..analysis import CallStatus, analyze
 from ._common import CliError, explain, human_age, short
 from ._store import OpenedStore, list_sessions_requires_user
+
+logger = logging.getLogger("adk_pairing.cli")
 
 #: Default number of sessions read at once: below SQLAlchemy's default pool
 #: (5 + 10 overflow), so the scan never waits on the pool nor floods the server.
@@ -161,6 +164,10 @@ async def scan_store(
             else:
                 record(session)
         except Exception as error:
+            # Shown with its traceback under --debug; otherwise only the one-line reason.
+            logger.warning(
+                "could not read session %s of user %s", listed.id, listed.user_id, exc_info=True
+            )
             result.unreadable.append(
                 {"user": listed.user_id, "session": listed.id, "error": explain(error, None)}
             )
@@ -253,8 +260,10 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
         hidden = len(result.findings) - limit
         if hidden > 0:
             console.print(f"… and {hidden:,} more calls (--limit, or --json for all)")
-    for item in result.unreadable:
+    for item in result.unreadable[:limit]:
         console.print(
             f"unreadable: user={item['user']} session={item['session']}: {item['error']}",
             markup=False,
         )
+    if len(result.unreadable) > limit:
+        console.print(f"… and {len(result.unreadable) - limit:,} more unreadable sessions")
