@@ -40,7 +40,7 @@ HELD_OPEN_CALL_NAMES = frozenset(
 )
 
 
-class CallStatus(str, enum.Enum):
+class CallStatus(enum.StrEnum):
     """What the history says about one function call."""
 
     ANSWERED = "answered"
