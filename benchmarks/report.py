@@ -226,6 +226,7 @@ def _mib(value: float) -> str:
 
 
 def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
+    """get_session rows get the walk floor; append_event rows the per-kind ratios."""
     header = [
         "backend",
         "events",
@@ -237,8 +238,16 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         "added",
         "rounds",
     ]
-    body = [
-        [
+    has_walk = any("walk_ns" in r for r in rows)
+    has_kinds = any("ratio_by_kind" in r for r in rows)
+    if has_walk:
+        header.append("floor: walking every part once (as a ratio)")
+    if has_kinds:
+        kinds = next(r["ratio_by_kind"] for r in rows if "ratio_by_kind" in r)
+        header.append("ratio by event kind: " + " / ".join(kinds))
+    body: list[list[str]] = []
+    for r in rows:
+        cells = [
             r["label"],
             f"{r['size']:,}",
             r["health"] if r["health"] == "healthy" else f"1% unanswered ({r['synthetic']})",
@@ -249,8 +258,12 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             format_duration(r["added_ns"]),
             str(r["rounds"]),
         ]
-        for r in rows
-    ]
+        if has_walk:
+            floor = 1 + r["walk_ns"] / r["unwrapped_ns"]
+            cells.append(f"{format_duration(r['walk_ns'])} ({floor:.3f})")
+        if has_kinds:
+            cells.append(" / ".join(f"{v:.3f}" for v in r["ratio_by_kind"].values()))
+        body.append(cells)
     return header, body
 
 
@@ -376,6 +389,10 @@ def generated_markdown(
         "```",
         command,
         "```",
+        "",
+        "Seconds per suite (seeding included): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in results.get("elapsed_s", {}).items())
+        + ".",
         "",
         "### Machine",
         "",
