@@ -93,7 +93,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, help="most timed pairs per cell (200)")
     parser.add_argument(
-        "--budget", type=float, help="seconds of timing per cell before stopping early (3)"
+        "--budget", type=float, help="seconds of timing per cell before stopping early (2)"
     )
     parser.add_argument(
         "--core-limit",
@@ -120,7 +120,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         backends=args.backends,
         memory_backends=args.memory_backends,
         max_rounds=args.rounds or (5 if quick else 200),
-        budget_s=args.budget if args.budget is not None else (0.05 if quick else 3.0),
+        budget_s=args.budget if args.budget is not None else (0.05 if quick else 2.0),
         min_rounds=3 if quick else 5,
         target_min_rounds=3 if quick else 30,
         warmup=1 if quick else 2,

@@ -29,7 +29,7 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
-from timing import interleave
+from timing import Comparison, interleave
 from workloads import (
     APP,
     CORE_SHAPES,
@@ -138,7 +138,8 @@ async def bench_get_session(backend: Backend, settings: Settings, progress: Call
                 max_rounds=settings.max_rounds,
                 budget_s=settings.budget_s,
                 min_rounds=settings.min_rounds_for(size),
-                warmup=settings.warmup,
+                # A 10,000-event read is ~0.3-0.8 s: one warm-up pair is plenty.
+                warmup=settings.warmup if size <= 1_000 else 1,
             )
             row = {
                 "backend": backend.name,
@@ -166,7 +167,7 @@ def _walk(events: list[Event]) -> None:
                 _ = part.function_call, part.function_response
 
 
-async def _walk_floor(inner: BaseSessionService, session_id: str, repeats: int = 5) -> float:
+async def _walk_floor(inner: BaseSessionService, session_id: str, repeats: int = 3) -> float:
     """Median ns to merely read every event's parts and rewind marker once.
 
     Any repair has to look at every call and response, so this is a lower
@@ -191,71 +192,90 @@ async def _walk_floor(inner: BaseSessionService, session_id: str, repeats: int =
 # -- append_event --------------------------------------------------------------
 
 
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
 async def bench_append_event(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
     """Appends the same kind of event to a view and to an unwrapped session, in turns.
 
-    The two sessions start with equal histories (the same shape, their own
-    ids) and each round appends the next event of a user / call / response /
-    answer cycle to both, so the history stays within a few hundred events of
-    its seeded size and both sides append the same kinds of event.
+    Two sessions start with equal histories (the same shape, their own ids)
+    and each round appends the next event of a user / call / response /
+    answer cycle to both, so both sides append the same kinds of event and the
+    history stays within a few hundred events of its seeded size. Halfway,
+    the sessions swap roles (at a turn boundary), so whatever the store does
+    differently for one session's rows (pages, index splits) falls on both
+    sides equally.
     """
     wrapped = PairingSessionService(backend.service)
     inner = backend.service
     rows: list[Row] = []
+    cycle = len(TURN_KINDS)
+    phase_max = _round_up(max(cycle, settings.max_rounds // 2), cycle)
     for size in settings.append_sizes:
         for health in HEALTHS:
             broken = health == "broken"
             history = realistic_history(size, broken=broken)
             synthetic = unanswered_call_count(history)
-            wrapped_id = await backend.seeded_session(APP, USER, history)
-            unwrapped_id = await backend.seeded_session(
+            first_id = await backend.seeded_session(APP, USER, history)
+            second_id = await backend.seeded_session(
                 APP, USER, realistic_history(size, broken=broken)
             )
             del history
-            view = await wrapped.get_session(app_name=APP, user_id=USER, session_id=wrapped_id)
-            stored = await inner.get_session(app_name=APP, user_id=USER, session_id=unwrapped_id)
             where = f"append_event {backend.name} {size} {health}"
-            _check_view(view, size, synthetic, where)
-            needed = settings.warmup + max(4, settings.max_rounds)
-            now = Clock(start=time.time(), step=0.001)
             # Seeds are stamped a day back; appends from now on, so stores that
             # order by timestamp read them back in append order.
-            wrapped_events = list(islice(turn_cycle(now), needed))
-            unwrapped_events = list(islice(turn_cycle(now), needed))
+            # The two streams draw from one clock in turn, so event i of either
+            # stream is older than event i + 1 of the other: sessions swap
+            # streams halfway and must still read back in append order.
+            now = Clock(start=time.time(), step=0.001)
+            needed = 2 * (cycle + phase_max)
+            pairs = list(islice(zip(turn_cycle(now), turn_cycle(now), strict=True), needed))
+            wrapped_events = [w for w, _ in pairs]
+            unwrapped_events = [u for _, u in pairs]
+            del pairs
+            held = dict.fromkeys((first_id, second_id), size)
+            comparison = Comparison()
+            index = 0
+            for view_id, plain_id in ((first_id, second_id), (second_id, first_id)):
+                view = await wrapped.get_session(app_name=APP, user_id=USER, session_id=view_id)
+                stored = await inner.get_session(app_name=APP, user_id=USER, session_id=plain_id)
+                _check_view(view, held[view_id], synthetic, where)
 
-            async def call_wrapped(i: int, v: Session = view, ev: list = wrapped_events) -> object:
-                return await wrapped.append_event(v, ev[i])
+                async def call_wrapped(
+                    i: int, v: Session = view, ev: list = wrapped_events
+                ) -> object:
+                    return await wrapped.append_event(v, ev[i])
 
-            async def call_unwrapped(
-                i: int, s: Session = stored, ev: list = unwrapped_events
-            ) -> object:
-                return await inner.append_event(s, ev[i])
+                async def call_unwrapped(
+                    i: int, s: Session = stored, ev: list = unwrapped_events
+                ) -> object:
+                    return await inner.append_event(s, ev[i])
 
-            comparison = await interleave(
-                call_wrapped,
-                call_unwrapped,
-                max_rounds=max(4, settings.max_rounds),
-                budget_s=settings.budget_s,
-                # Four consecutive rounds cover every kind of the append cycle.
-                min_rounds=max(4, settings.min_rounds_for(size)),
-                warmup=settings.warmup,
-            )
-            appended = comparison.rounds + settings.warmup
-            # The view must still equal a fresh read, and the store must hold
-            # exactly what was appended, no synthetic event among it.
-            fresh = await wrapped.get_session(app_name=APP, user_id=USER, session_id=wrapped_id)
-            stored_now = await inner.get_session(app_name=APP, user_id=USER, session_id=wrapped_id)
-            if len(stored_now.events) != size + appended:
-                raise RuntimeError(f"{where}: the store holds {len(stored_now.events)} events")
-            # The last round may have appended a call whose response is still to come.
-            _check_view(
-                fresh,
-                size + appended,
-                unanswered_call_count(stored_now.events),
-                where + " (fresh read)",
-            )
-            if [e.id for e in fresh.events] != [e.id for e in view.events]:
-                raise RuntimeError(f"{where}: the incrementally updated view drifted")
+                phase = await interleave(
+                    call_wrapped,
+                    call_unwrapped,
+                    max_rounds=phase_max,
+                    budget_s=settings.budget_s / 2,
+                    min_rounds=_round_up(max(1, settings.min_rounds_for(size) // 2), cycle),
+                    # Whole turns only: each phase starts and ends at a turn boundary.
+                    warmup=cycle,
+                    start_index=index,
+                    round_multiple=cycle,
+                )
+                comparison.extend(phase)
+                index += cycle + phase.rounds
+                for sid in (view_id, plain_id):
+                    held[sid] += cycle + phase.rounds
+                # The view must still equal a fresh read, and the store must hold
+                # exactly what was appended, no synthetic event among it.
+                fresh = await wrapped.get_session(app_name=APP, user_id=USER, session_id=view_id)
+                stored_now = await inner.get_session(app_name=APP, user_id=USER, session_id=view_id)
+                if len(stored_now.events) != held[view_id]:
+                    raise RuntimeError(f"{where}: the store holds {len(stored_now.events)} events")
+                _check_view(fresh, held[view_id], synthetic, where + " (fresh read)")
+                if [e.id for e in fresh.events] != [e.id for e in view.events]:
+                    raise RuntimeError(f"{where}: the incrementally updated view drifted")
             row = {
                 "backend": backend.name,
                 "label": backend.label,
@@ -264,13 +284,13 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
                 "synthetic": synthetic,
                 **_comparison_row(comparison),
                 "ratio_by_kind": {
-                    kind: comparison.ratio_where(lambda i, k=k: i % 4 == k)
+                    kind: comparison.ratio_where(lambda i, k=k: i % cycle == k)
                     for k, kind in enumerate(TURN_KINDS)
                 },
             }
             rows.append(row)
             progress("append_event", row)
-            for sid in (wrapped_id, unwrapped_id):
+            for sid in (first_id, second_id):
                 await inner.delete_session(app_name=APP, user_id=USER, session_id=sid)
     return rows
 

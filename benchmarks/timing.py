@@ -54,6 +54,12 @@ class Comparison:
     def rounds(self) -> int:
         return len(self.wrapped_ns)
 
+    def extend(self, other: Comparison) -> None:
+        """Adds the pairs of `other` (another phase of the same measurement)."""
+        self.wrapped_ns += other.wrapped_ns
+        self.unwrapped_ns += other.unwrapped_ns
+        self.indices += other.indices
+
     @property
     def ratios(self) -> list[float]:
         return [w / u for w, u in zip(self.wrapped_ns, self.unwrapped_ns, strict=True) if u > 0]
@@ -122,16 +128,18 @@ async def interleave(
     budget_s: float,
     min_rounds: int = 5,
     warmup: int = 2,
+    start_index: int = 0,
+    round_multiple: int = 1,
 ) -> Comparison:
-    """Times `wrapped` and `unwrapped` in alternating pairs.
+    """Times `wrapped` and `unwrapped` in pairs.
 
     Runs `warmup` unrecorded pairs, then as many recorded pairs as fit in
-    `budget_s` seconds (at least `min_rounds`, at most `max_rounds`). Each
-    callable gets the round index, so append benchmarks can hand each round a
-    fresh event.
+    `budget_s` seconds (at least `min_rounds`, at most `max_rounds`, and a
+    multiple of `round_multiple`). Each callable gets the round index, counted
+    from `start_index`, so append benchmarks can hand each round a fresh event.
     """
     gc.collect()
-    index = 0
+    index = start_index
     for _ in range(warmup):
         await _timed(wrapped, index)
         await _timed(unwrapped, index)
@@ -142,8 +150,9 @@ async def interleave(
     # tie the order to the event kind in the four-event append cycle.
     coin = random.Random(20240611)
     deadline = time.perf_counter() + budget_s
-    while result.rounds < max_rounds and (
-        result.rounds < min_rounds or time.perf_counter() < deadline
+    while result.rounds % round_multiple or (
+        result.rounds < max_rounds
+        and (result.rounds < min_rounds or time.perf_counter() < deadline)
     ):
         if coin.random() < 0.5:
             w = await _timed(wrapped, index)
