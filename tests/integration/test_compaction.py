@@ -1,0 +1,130 @@
+"""Compaction decides the same on the view as on the stored session.
+
+ADK's sliding-window compaction counts invocation ids among the session's
+events (`apps/compaction.py`). A synthetic event belongs to no invocation, so
+an interrupted session must not reach the compaction interval one invocation
+early through the view. ADK's own compaction code runs here on every store;
+the summarizer is a recorder (it only reports what it was asked to summarize)
+because writing a summary would need a real model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from google.adk.agents.llm_agent import LlmAgent
+from google.adk.apps.app import App
+from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
+from google.adk.apps.compaction import _run_compaction_for_sliding_window
+from google.adk.events.event import Event
+from google.genai import types
+
+from adk_pairing import PairingSessionService, is_synthetic
+
+from .support.backends import Backend
+
+USER = "user-1"
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*EventsCompactionConfig.*:UserWarning")
+
+
+class RecordingSummarizer(BaseEventsSummarizer):
+    """Records each range ADK asks to summarize; writes no summary."""
+
+    def __init__(self) -> None:
+        self.ranges: list[list[Event]] = []
+
+    async def maybe_summarize_events(self, *, events: list[Event]) -> Event | None:
+        self.ranges.append(list(events))
+        return None
+
+
+def text_event(author: str, text: str, invocation_id: str, role: str) -> Event:
+    return Event(
+        invocation_id=invocation_id,
+        author=author,
+        content=types.Content(role=role, parts=[types.Part(text=text)]),
+    )
+
+
+def call_event(call_id: str, invocation_id: str) -> Event:
+    part = types.Part(function_call=types.FunctionCall(id=call_id, name="lookup", args={}))
+    return Event(
+        invocation_id=invocation_id,
+        author="assistant",
+        content=types.Content(role="model", parts=[part]),
+    )
+
+
+def app_with(summarizer: RecordingSummarizer, interval: int) -> App:
+    from google.adk.apps.app import EventsCompactionConfig
+
+    return App(
+        name="compaction_app",
+        root_agent=LlmAgent(name="assistant", model="gemini-2.0-flash"),
+        events_compaction_config=EventsCompactionConfig(
+            summarizer=summarizer, compaction_interval=interval, overlap_size=0
+        ),
+    )
+
+
+async def compaction_ranges(service: object, session: object, interval: int) -> list[list[Event]]:
+    summarizer = RecordingSummarizer()
+    async for _ in _run_compaction_for_sliding_window(
+        app_with(summarizer, interval), session, service
+    ):
+        pass
+    return summarizer.ranges
+
+
+async def seed(backend: Backend, invocations: int) -> str:
+    """`invocations` turns; the second one dies after its call event."""
+    session_id = backend.new_session_id()
+    session = await backend.service.create_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    for number in range(invocations):
+        invocation = f"inv-{number}"
+        await backend.service.append_event(
+            session, text_event("user", f"turn {number}", invocation, "user")
+        )
+        if number == 1:
+            await backend.service.append_event(session, call_event("toolu_lost", invocation))
+        else:
+            await backend.service.append_event(
+                session, text_event("assistant", "ok", invocation, "model")
+            )
+    return session_id
+
+
+async def test_interrupted_session_does_not_reach_the_compaction_interval_early(
+    backend: Backend,
+) -> None:
+    session_id = await seed(backend, invocations=2)
+    wrapped = PairingSessionService(backend.service)
+    stored = await backend.service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    view = await wrapped.get_session(app_name=backend.app_name, user_id=USER, session_id=session_id)
+    assert any(is_synthetic(e) for e in view.events)
+    assert await compaction_ranges(backend.service, stored, interval=3) == []
+    assert await compaction_ranges(wrapped, view, interval=3) == []
+    # Control: at the interval, both trigger (the recorder really is consulted).
+    assert await compaction_ranges(backend.service, stored, interval=2) != []
+    assert await compaction_ranges(wrapped, view, interval=2) != []
+
+
+async def test_compaction_covers_the_same_stored_events_through_the_view(
+    backend: Backend,
+) -> None:
+    session_id = await seed(backend, invocations=3)
+    wrapped = PairingSessionService(backend.service)
+    stored = await backend.service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    view = await wrapped.get_session(app_name=backend.app_name, user_id=USER, session_id=session_id)
+    unwrapped_ranges = await compaction_ranges(backend.service, stored, interval=3)
+    view_ranges = await compaction_ranges(wrapped, view, interval=3)
+    assert len(unwrapped_ranges) == len(view_ranges) == 1
+    assert [e.id for e in view_ranges[0] if not is_synthetic(e)] == [
+        e.id for e in unwrapped_ranges[0]
+    ]
