@@ -348,6 +348,8 @@ def print_tables(results: dict[str, list[Row]], found: list[Verdict]) -> None:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # piped or captured: rich would fall back to 80 columns
+        console = Console(width=180)
     sections = [
         ("get_session: wrapped ÷ unwrapped", results.get("get_session"), comparison_table),
         ("append_event: wrapped ÷ unwrapped", results.get("append_event"), comparison_table),
