@@ -29,9 +29,11 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
+from google.genai.types import FunctionCall
 
 #: Calls ADK answers only when a person (or client) does: confirmations,
 #: credential requests and ask-user/request-input prompts.
@@ -106,6 +108,9 @@ def has_rewind(event: Event) -> bool:
     return bool(event.actions is not None and event.actions.rewind_before_invocation_id)
 
 
+_NOTHING_CHANGED: frozenset[int] = frozenset()
+
+
 class PairingLedger:
     """Attributes responses to calls, one event at a time, in O(parts) each.
 
@@ -138,56 +143,75 @@ class PairingLedger:
             self._answered_in.clear()
         return self._open
 
-    def observe(self, event: Event, index: int) -> set[int]:
+    def observe(self, event: Event, index: int) -> AbstractSet[int]:
         """Records `event` (at `index` in the history) and returns changed indices.
 
         The returned set holds the index of every event whose list of open calls
         changed: earlier events whose calls `event` answered, and `index` itself
         when `event` opens calls that are still unanswered.
+
+        One pass over the parts, allocating nothing for an event without calls
+        or responses: this runs for every event of every ``get_session``.
         """
         content = event.content
-        parts = content.parts if content is not None else None
+        if content is None:
+            return _NOTHING_CHANGED
+        parts = content.parts
         if not parts:
-            return set()
-        changed: set[int] = set()
-        # Responses first: a response never answers a call in its own event.
-        for part in parts:
+            return _NOTHING_CHANGED
+        changed: set[int] | None = None
+        calls_here: list[tuple[int, FunctionCall]] | None = None
+        for part_index, part in enumerate(parts):
+            function_call = part.function_call
+            if function_call is not None:
+                # Registered after the loop: a response never answers a call
+                # in its own event.
+                if calls_here is None:
+                    calls_here = []
+                calls_here.append((part_index, function_call))
             response = part.function_response
-            if response is None:
-                continue
-            call = self._owner_of(response.id, response.name)
-            if call is not None and not call.answered:
-                call.answered = True
-                self._close(call)
-                changed.add(call.event_index)
+            if response is not None:
+                call = self._owner_of(response.id, response.name)
+                if call is not None and not call.answered:
+                    call.answered = True
+                    self._answered_in.add(call.event_index)
+                    if changed is None:
+                        changed = set()
+                    changed.add(call.event_index)
+        if calls_here is not None:
+            self._open_calls_of(event, index, calls_here)
+            if changed is None:
+                changed = set()
+            changed.add(index)
+        return _NOTHING_CHANGED if changed is None else changed
+
+    def _open_calls_of(
+        self, event: Event, index: int, calls_here: list[tuple[int, FunctionCall]]
+    ) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         opened: list[TrackedCall] = []
         idless_here: dict[str, deque[TrackedCall]] = {}
-        for part_index, part in enumerate(parts):
-            function_call = part.function_call
-            if function_call is None:
-                continue
+        for part_index, function_call in calls_here:
             name = function_call.name or ""
+            call_id = function_call.id or None
+            # Positional: keyword construction costs a third more on this hot path.
             call = TrackedCall(
-                event_index=index,
-                part_index=part_index,
-                call_id=function_call.id or None,
-                name=name,
-                held_open=name in HELD_OPEN_CALL_NAMES
-                or (function_call.id is not None and function_call.id in held_open_ids),
+                index,
+                part_index,
+                call_id,
+                name,
+                name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
             )
-            self.calls.append(call)
             opened.append(call)
-            if call.call_id is not None:
-                self._newest_by_id[call.call_id] = call
+            if call_id is not None:
+                self._newest_by_id[call_id] = call
             else:
                 idless_here.setdefault(name, deque()).append(call)
+        self.calls.extend(opened)
         # This event now owns every later id-less response of these names.
-        self._idless_open.update(idless_here)
-        if opened:
-            self._open[index] = opened
-            changed.add(index)
-        return changed
+        if idless_here:
+            self._idless_open.update(idless_here)
+        self._open[index] = opened
 
     def _owner_of(self, response_id: str | None, name: str | None) -> TrackedCall | None:
         if response_id:
@@ -195,15 +219,22 @@ class PairingLedger:
         queue = self._idless_open.get(name or "")
         return queue.popleft() if queue else None
 
-    def _close(self, call: TrackedCall) -> None:
-        self._answered_in.add(call.event_index)
-
 
 def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
-    """Runs a fresh ledger over `events`, skipping those annulled by rewinds."""
-    if live is None:
-        live = live_event_mask(events)
+    """Runs a fresh ledger over `events`, skipping those annulled by rewinds.
+
+    Without `live`, the common case (no rewind anywhere) costs one pass: the
+    rewind check rides along, and only a history that has one is walked again
+    with its mask.
+    """
     ledger = PairingLedger()
+    if live is None:
+        for index, event in enumerate(events):
+            actions = event.actions
+            if actions is not None and actions.rewind_before_invocation_id:
+                return build_ledger(events, live_event_mask(events))
+            ledger.observe(event, index)
+        return ledger
     for index, event in enumerate(events):
         if live[index]:
             ledger.observe(event, index)

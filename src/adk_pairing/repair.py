@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from google.adk.events.event import Event
 from google.genai import types
 
-from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger, live_event_mask
+from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
 
 #: Key under ``Event.custom_metadata`` that marks everything adk-pairing adds.
 METADATA_KEY = "adk_pairing"
@@ -157,7 +157,7 @@ def repaired_events(
     built over `events` to avoid a second pass.
     """
     if ledger is None:
-        ledger = build_ledger(events, live_event_mask(events))
+        ledger = build_ledger(events)
     if not ledger.open_calls:
         return list(events)
     result: list[Event] = []

@@ -30,7 +30,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from .analysis import CallStatus, PairingLedger, build_ledger, has_rewind, live_event_mask
+from .analysis import CallStatus, PairingLedger, build_ledger, has_rewind
 from .repair import (
     PlaceholderTexts,
     annotate_call_event,
@@ -259,7 +259,7 @@ class PairingSessionService(BaseSessionService):
 
     def _build_view(self, stored: Session) -> PairedSession:
         events = stored.events
-        ledger = build_ledger(events, live_event_mask(events))
+        ledger = build_ledger(events)
         view = PairedSession.model_construct(
             id=stored.id,
             app_name=stored.app_name,
@@ -296,7 +296,7 @@ class PairingSessionService(BaseSessionService):
 
     def _rebuild(self, view: PairedSession, view_state: _ViewState) -> None:
         events = view_state.inner.events
-        ledger = build_ledger(events, live_event_mask(events))
+        ledger = build_ledger(events)
         view.events = repaired_events(events, self._texts, ledger=ledger)
         view_state.ledger = ledger
         view_state.index_slots(view.events, ledger)
