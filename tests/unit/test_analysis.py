@@ -164,3 +164,16 @@ def test_event_without_content_is_ignored() -> None:
     ledger = PairingLedger()
     assert ledger.observe(rewind_event("x"), 0) == set()
     assert ledger.calls == []
+
+
+def test_rewind_is_found_on_content_less_events_as_adk_writes_them() -> None:
+    from adk_pairing.analysis import build_ledger
+
+    rewind = rewind_event("inv-2")
+    assert rewind.content is None
+    events = [
+        model_event([call("c1")], invocation_id="inv-1"),
+        response_event([response("c1")], invocation_id="inv-2"),
+        rewind,
+    ]
+    assert [c.status.value for c in build_ledger(events).calls] == ["missing"]
