@@ -100,12 +100,31 @@ def _response_part(call: TrackedCall, texts: PlaceholderTexts) -> types.Part:
 
 
 def make_synthetic_event(
-    call_event: Event, open_calls: Sequence[TrackedCall], texts: PlaceholderTexts
+    call_event: Event,
+    open_calls: Sequence[TrackedCall],
+    texts: PlaceholderTexts,
+    part_cache: dict[int, types.Part] | None = None,
 ) -> Event:
-    """One event answering every unanswered call of `call_event`, in call order."""
+    """One event answering every unanswered call of `call_event`, in call order.
+
+    `part_cache` (part index -> placeholder part) lets a caller that re-renders
+    the same call event as its calls are answered one by one reuse the parts
+    it already built: the parts are never mutated, and a call's placeholder
+    does not change while it stays open. Without it, answering the calls of one
+    wide event one response at a time would rebuild every remaining part each
+    time, quadratic in the event's width.
+    """
     statuses = {call.status for call in open_calls}
     overall = CallStatus.MISSING if CallStatus.MISSING in statuses else CallStatus.PENDING
-    parts = [_response_part(call, texts) for call in open_calls]
+    if part_cache is None:
+        parts = [_response_part(call, texts) for call in open_calls]
+    else:
+        parts = []
+        for call in open_calls:
+            part = part_cache.get(call.part_index)
+            if part is None:
+                part = part_cache[call.part_index] = _response_part(call, texts)
+            parts.append(part)
     author = call_event.author if call_event.author and call_event.author != "user" else None
     fields: dict[str, object] = {
         "id": synthetic_event_id(call_event),

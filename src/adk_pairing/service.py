@@ -28,6 +28,7 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
+from google.genai import types
 from pydantic import PrivateAttr
 
 from .analysis import CallStatus, PairingLedger, build_ledger, has_rewind
@@ -46,7 +47,7 @@ _HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class _ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("inner", "ledger", "slot_order", "synthetic_at")
+    __slots__ = ("inner", "ledger", "placeholder_parts", "slot_order", "synthetic_at")
 
     def __init__(self, inner: Session, ledger: PairingLedger | None) -> None:
         self.inner = inner
@@ -56,10 +57,14 @@ class _ViewState:
         # The keys of `synthetic_at`, sorted: how many synthetic events precede
         # a stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
+        # Stored-event index -> its placeholder parts by part index, reused each
+        # time that event's synthetic result is re-rendered with fewer calls.
+        self.placeholder_parts: dict[int, dict[int, types.Part]] = {}
 
     def index_slots(self, view_events: list[Event], ledger: PairingLedger) -> None:
         self.synthetic_at = _index_synthetic_events(view_events, ledger)
         self.slot_order = sorted(self.synthetic_at)
+        self.placeholder_parts = {}
 
 
 class PairedSession(Session):
@@ -310,7 +315,12 @@ class PairingSessionService(BaseSessionService):
             # A call event just appended: it is the view's last event.
             if open_calls:
                 view.events[-1] = annotate_call_event(stored_event, open_calls)
-                synthetic = make_synthetic_event(stored_event, open_calls, self._texts)
+                synthetic = make_synthetic_event(
+                    stored_event,
+                    open_calls,
+                    self._texts,
+                    view_state.placeholder_parts.setdefault(index, {}),
+                )
                 view.events.append(synthetic)
                 view_state.synthetic_at[index] = synthetic
                 insort(view_state.slot_order, index)
@@ -323,7 +333,12 @@ class PairingSessionService(BaseSessionService):
         if position >= len(view.events) or view.events[position] is not previous:
             position = _rfind_identity(view.events, previous)
         if open_calls:
-            synthetic = make_synthetic_event(stored_event, open_calls, self._texts)
+            synthetic = make_synthetic_event(
+                stored_event,
+                open_calls,
+                self._texts,
+                view_state.placeholder_parts.setdefault(index, {}),
+            )
             view.events[position - 1] = annotate_call_event(stored_event, open_calls)
             view.events[position] = synthetic
             view_state.synthetic_at[index] = synthetic
@@ -331,6 +346,7 @@ class PairingSessionService(BaseSessionService):
             view.events[position - 1] = stored_event
             del view.events[position]
             del view_state.slot_order[rank]
+            view_state.placeholder_parts.pop(index, None)
 
     def _log_missing(self, stored: Session, ledger: PairingLedger) -> None:
         for calls in ledger.open_calls.values():
