@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_server
+from tests.conftest import PG_HOST, PG_PORT, PG_USER, REDIS_URL, require_server
 
 from .support.backends import (
     BACKEND_KINDS,
@@ -50,9 +50,12 @@ def make_spec(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict
     if kind in ("sqlite", "db-sqlite"):
         spec["path"] = str(tmp_path / f"{kind}-{token}.db")
     elif kind == "db-postgres":
-        spec["url"] = request.getfixturevalue("postgres_url")
+        # The session-scoped database, so module-scoped fixtures can use this too.
+        database = request.getfixturevalue("postgres_database")
+        spec["url"] = f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{database}"
     elif kind in ("redis-adk", "redis-community"):
-        spec["url"] = request.getfixturevalue("redis_url")
+        require_server("Redis", "127.0.0.1", 6379)
+        spec["url"] = REDIS_URL
         # Deliberately free of the "adk_pairing" marker the raw-store checks look for.
         spec["prefix"] = f"adkp-it:{token}:"
     return spec

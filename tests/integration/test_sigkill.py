@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,9 @@ from typing import Any
 import pytest
 
 from adk_pairing import CallStatus
-from tests.conftest import IN_CI, PG_HOST, PG_PORT, PG_USER, REDIS_URL, _port_open
+from tests.conftest import IN_CI, PG_HOST, PG_PORT, _port_open
 
-from .conftest import backend_params
+from .conftest import backend_params, make_spec
 from .support.backends import (
     PERSISTENT_KINDS,
     Backend,
@@ -49,24 +48,6 @@ _SERVERS = {
 }
 
 
-def _spec(kind: str, tmp: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
-    token = uuid.uuid4().hex[:10]
-    spec: dict[str, Any] = {
-        "kind": kind,
-        "app_name": f"app_{token}",
-        "session_prefix": f"s{token}",
-    }
-    if kind in ("sqlite", "db-sqlite"):
-        spec["path"] = str(tmp / f"{kind}-{token}.db")
-    elif kind == "db-postgres":
-        database = request.getfixturevalue("postgres_database")
-        spec["url"] = f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{database}"
-    else:
-        spec["url"] = REDIS_URL
-        spec["prefix"] = f"adkp-it:{token}:"
-    return spec
-
-
 @pytest.fixture(scope="module")
 def killed_turns(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -78,7 +59,7 @@ def killed_turns(
         server = _SERVERS.get(kind)
         if server is not None and not _port_open(server[1], server[2]):
             continue  # the test for this kind skips (or fails under CI) by itself
-        spec = _spec(kind, tmp, request)
+        spec = make_spec(kind, request, tmp)
         jobs[kind] = {"spec": spec, "session_id": f"{spec['session_prefix']}-killed"}
     child = subprocess.Popen(
         [
