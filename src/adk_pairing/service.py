@@ -238,7 +238,7 @@ class PairingSessionService(BaseSessionService):
         except Exception:
             logger.exception(
                 "adk-pairing could not update the view of session %s; "
-                "serving the stored events unrepaired from now on",
+                "serving the stored events unrepaired; the next append rebuilds the view",
                 _session_key(inner),
             )
             view_state.ledger = None
