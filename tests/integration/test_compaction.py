@@ -16,6 +16,7 @@ from google.adk.apps.app import App
 from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
 from google.adk.apps.compaction import _run_compaction_for_sliding_window
 from google.adk.events.event import Event
+from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingSessionService, is_synthetic
@@ -96,15 +97,20 @@ async def seed(backend: Backend, invocations: int) -> str:
     return session_id
 
 
+async def stored_and_view(
+    backend: Backend, invocations: int
+) -> tuple[PairingSessionService, Session, Session]:
+    """A seeded session read unwrapped and through the decorator."""
+    session_id = await seed(backend, invocations=invocations)
+    wrapped = PairingSessionService(backend.service)
+    key = {"app_name": backend.app_name, "user_id": USER, "session_id": session_id}
+    return wrapped, await backend.service.get_session(**key), await wrapped.get_session(**key)
+
+
 async def test_interrupted_session_does_not_reach_the_compaction_interval_early(
     backend: Backend,
 ) -> None:
-    session_id = await seed(backend, invocations=2)
-    wrapped = PairingSessionService(backend.service)
-    stored = await backend.service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
-    view = await wrapped.get_session(app_name=backend.app_name, user_id=USER, session_id=session_id)
+    wrapped, stored, view = await stored_and_view(backend, invocations=2)
     assert any(is_synthetic(e) for e in view.events)
     assert await compaction_ranges(backend.service, stored, interval=3) == []
     assert await compaction_ranges(wrapped, view, interval=3) == []
@@ -116,12 +122,7 @@ async def test_interrupted_session_does_not_reach_the_compaction_interval_early(
 async def test_compaction_covers_the_same_stored_events_through_the_view(
     backend: Backend,
 ) -> None:
-    session_id = await seed(backend, invocations=3)
-    wrapped = PairingSessionService(backend.service)
-    stored = await backend.service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
-    view = await wrapped.get_session(app_name=backend.app_name, user_id=USER, session_id=session_id)
+    wrapped, stored, view = await stored_and_view(backend, invocations=3)
     unwrapped_ranges = await compaction_ranges(backend.service, stored, interval=3)
     view_ranges = await compaction_ranges(wrapped, view, interval=3)
     assert len(unwrapped_ranges) == len(view_ranges) == 1
