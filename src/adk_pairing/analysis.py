@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Iterable, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from google.adk.events.event import Event
 from google.genai.types import FunctionCall
@@ -108,7 +108,48 @@ def has_rewind(event: Event) -> bool:
     return bool(event.actions is not None and event.actions.rewind_before_invocation_id)
 
 
-_NOTHING_CHANGED: frozenset[int] = frozenset()
+class Observation(NamedTuple):
+    """What observing one event changed."""
+
+    #: Earlier calls this event answered.
+    settled: Sequence[TrackedCall]
+    #: The event's own index when it made calls (all open at first), else None.
+    opened: int | None
+
+    @property
+    def changed(self) -> set[int]:
+        """Indices of the events whose open calls changed."""
+        indices = {call.event_index for call in self.settled}
+        if self.opened is not None:
+            indices.add(self.opened)
+        return indices
+
+
+_NOTHING_CHANGED = Observation((), None)
+
+
+class OpenCalls(Mapping[int, list[TrackedCall]]):
+    """A read-only view of a ledger's open calls: event index -> its open calls.
+
+    Built in O(1); each lookup lists one event's open calls in part order.
+    """
+
+    __slots__ = ("_slots",)
+
+    def __init__(self, slots: dict[int, dict[int, TrackedCall]]) -> None:
+        self._slots = slots
+
+    def __getitem__(self, index: int) -> list[TrackedCall]:
+        return list(self._slots[index].values())
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._slots)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, index: object) -> bool:
+        return index in self._slots
 
 
 class PairingLedger:
@@ -116,42 +157,44 @@ class PairingLedger:
 
     ``open_calls`` maps the index of every event that still has unanswered
     calls to those calls, in part order; it is what a repaired view needs.
+    Only open calls are indexed: an answered call can never change again, so
+    settling one is O(1) whatever the width of its event, and
+    `carry_forward` copies only what later events can still change.
     """
 
-    __slots__ = ("_answered_in", "_idless_open", "_newest_by_id", "_open", "calls")
+    __slots__ = ("_idless_open", "_newest_by_id", "_open", "calls")
 
     def __init__(self) -> None:
+        #: Every call observed, in order (after `carry_forward`: the calls
+        #: open at that point and every call observed since).
         self.calls: list[TrackedCall] = []
-        self._open: dict[int, list[TrackedCall]] = {}
-        # Events with calls answered since `_open` was last compacted. Dropping
-        # each answered call from its event's list right away costs O(width) per
-        # answer, O(width²) for one event with many parallel calls.
-        self._answered_in: set[int] = set()
+        # Event index -> part index -> its open call, both in history order.
+        self._open: dict[int, dict[int, TrackedCall]] = {}
+        # Call id -> the newest call with that id, while that call is open. An
+        # answered newest call is dropped rather than kept: a later response
+        # with its id answers nothing either way (it must not reach back to an
+        # older open call with the same id).
         self._newest_by_id: dict[str, TrackedCall] = {}
+        # Function name -> the open id-less calls of the newest event that has
+        # id-less calls of that name. An emptied queue stays: it still owns
+        # later responses of that name, which then answer nothing.
         self._idless_open: dict[str, deque[TrackedCall]] = {}
 
     @property
-    def open_calls(self) -> dict[int, list[TrackedCall]]:
+    def open_calls(self) -> OpenCalls:
         """Event index -> its unanswered calls, in part order (only events that have some)."""
-        if self._answered_in:
-            for index in self._answered_in:
-                remaining = [c for c in self._open.get(index, ()) if not c.answered]
-                if remaining:
-                    self._open[index] = remaining
-                else:
-                    self._open.pop(index, None)
-            self._answered_in.clear()
-        return self._open
+        return OpenCalls(self._open)
 
-    def observe(self, event: Event, index: int) -> AbstractSet[int]:
-        """Records `event` (at `index` in the history) and returns changed indices.
+    def open_calls_at(self, index: int) -> list[TrackedCall]:
+        """The unanswered calls of the event at `index`, in part order (maybe none)."""
+        slot = self._open.get(index)
+        return list(slot.values()) if slot else []
 
-        The returned set holds the index of every event whose list of open calls
-        changed: earlier events whose calls `event` answered, and `index` itself
-        when `event` opens calls that are still unanswered.
+    def observe(self, event: Event, index: int) -> Observation:
+        """Records `event` (at `index` in the history) and says what it changed.
 
         One pass over the parts, allocating nothing for an event without calls
-        or responses: this runs for every event of every ``get_session``.
+        or responses: this runs for every event the view has not seen before.
         """
         content = event.content
         if content is None:
@@ -159,7 +202,7 @@ class PairingLedger:
         parts = content.parts
         if not parts:
             return _NOTHING_CHANGED
-        changed: set[int] | None = None
+        settled: list[TrackedCall] | None = None
         calls_here: list[tuple[int, FunctionCall]] | None = None
         for part_index, part in enumerate(parts):
             function_call = part.function_call
@@ -173,23 +216,56 @@ class PairingLedger:
             if response is not None:
                 call = self._owner_of(response.id, response.name)
                 if call is not None and not call.answered:
-                    call.answered = True
-                    self._answered_in.add(call.event_index)
-                    if changed is None:
-                        changed = set()
-                    changed.add(call.event_index)
+                    self._settle(call)
+                    if settled is None:
+                        settled = []
+                    settled.append(call)
         if calls_here is not None:
             self._open_calls_of(event, index, calls_here)
-            if changed is None:
-                changed = set()
-            changed.add(index)
-        return _NOTHING_CHANGED if changed is None else changed
+            return Observation(settled or (), index)
+        return _NOTHING_CHANGED if settled is None else Observation(settled, None)
+
+    def carry_forward(self) -> PairingLedger:
+        """A new ledger that continues from this one, sharing nothing mutable.
+
+        It holds copies of the open calls only, so it costs O(open calls), not
+        O(history): a caller can keep it and later observe just the events
+        appended since, as if the whole history had been walked again.
+        """
+        copies: dict[int, TrackedCall] = {}
+        successor = PairingLedger()
+        for index, slot in self._open.items():
+            copied_slot: dict[int, TrackedCall] = {}
+            for part_index, call in slot.items():
+                copy = TrackedCall(
+                    call.event_index, call.part_index, call.call_id, call.name, call.held_open
+                )
+                copies[id(call)] = copied_slot[part_index] = copy
+                successor.calls.append(copy)
+            successor._open[index] = copied_slot
+        successor._newest_by_id = {
+            call_id: copies[id(call)] for call_id, call in self._newest_by_id.items()
+        }
+        successor._idless_open = {
+            name: deque(copies[id(call)] for call in queue)
+            for name, queue in self._idless_open.items()
+        }
+        return successor
+
+    def _settle(self, call: TrackedCall) -> None:
+        call.answered = True
+        slot = self._open[call.event_index]
+        del slot[call.part_index]
+        if not slot:
+            del self._open[call.event_index]
+        if call.call_id is not None and self._newest_by_id.get(call.call_id) is call:
+            del self._newest_by_id[call.call_id]
 
     def _open_calls_of(
         self, event: Event, index: int, calls_here: list[tuple[int, FunctionCall]]
     ) -> None:
         held_open_ids = event.long_running_tool_ids or ()
-        opened: list[TrackedCall] = []
+        opened: dict[int, TrackedCall] = {}
         idless_here: dict[str, deque[TrackedCall]] = {}
         for part_index, function_call in calls_here:
             name = function_call.name or ""
@@ -202,12 +278,12 @@ class PairingLedger:
                 name,
                 name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
             )
-            opened.append(call)
+            opened[part_index] = call
             if call_id is not None:
                 self._newest_by_id[call_id] = call
             else:
                 idless_here.setdefault(name, deque()).append(call)
-        self.calls.extend(opened)
+        self.calls.extend(opened.values())
         # This event now owns every later id-less response of these names.
         if idless_here:
             self._idless_open.update(idless_here)

@@ -19,7 +19,7 @@ those calls while ADK's decision logic ignores it:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
@@ -81,7 +81,7 @@ def _copy_scope(source: Event, fields: dict[str, object]) -> None:
 _EMPTY_PART = types.Part()
 
 
-def _response_part(call: TrackedCall, texts: PlaceholderTexts) -> types.Part:
+def _response_part(call: TrackedCall, status: CallStatus, texts: PlaceholderTexts) -> types.Part:
     """The placeholder result for `call`, built without google-genai's validation.
 
     ``types.Part(...)`` and ``types.FunctionResponse(...)`` each run
@@ -94,73 +94,144 @@ def _response_part(call: TrackedCall, texts: PlaceholderTexts) -> types.Part:
     response = types.FunctionResponse.model_construct(
         id=call.call_id,
         name=call.name,
-        response={"status": call.status.value, "message": texts.for_status(call.status)},
+        response={"status": status.value, "message": texts.for_status(status)},
     )
     return _EMPTY_PART.model_copy(update={"function_response": response})
 
 
-def make_synthetic_event(
-    call_event: Event,
-    open_calls: Sequence[TrackedCall],
-    texts: PlaceholderTexts,
-    part_cache: dict[int, types.Part] | None = None,
-) -> Event:
-    """One event answering every unanswered call of `call_event`, in call order.
+class RepairedSlot:
+    """One call event's repair: its annotated copy and the synthetic result after it.
 
-    `part_cache` (part index -> placeholder part) lets a caller that re-renders
-    the same call event as its calls are answered one by one reuse the parts
-    it already built: the parts are never mutated, and a call's placeholder
-    does not change while it stays open. Without it, answering the calls of one
-    wide event one response at a time would rebuild every remaining part each
-    time, quadratic in the event's width.
+    A view keeps one per call event with open calls, because such calls can be
+    answered one response event at a time (parallel long-running calls are).
+    Rebuilding both events from the remaining calls on every answer would be
+    O(width) Python work per answer, O(width²) for the whole event; here every
+    open call's placeholder part, metadata entry and key is kept by part index,
+    so `settle` is O(1) and `render` copies the survivors at C speed.
     """
-    statuses = {call.status for call in open_calls}
-    overall = CallStatus.MISSING if CallStatus.MISSING in statuses else CallStatus.PENDING
-    if part_cache is None:
-        parts = [_response_part(call, texts) for call in open_calls]
-    else:
-        parts = []
+
+    __slots__ = (
+        "_entries",
+        "_missing",
+        "_parts",
+        "_pending",
+        "_synthetic_id",
+        "call_event",
+    )
+
+    def __init__(
+        self, call_event: Event, open_calls: Iterable[TrackedCall], texts: PlaceholderTexts
+    ) -> None:
+        self.call_event = call_event
+        self._synthetic_id = synthetic_event_id(call_event)
+        self._parts: dict[int, types.Part] = {}
+        self._entries: dict[int, dict[str, str | None]] = {}
+        self._pending: dict[int, str] = {}
+        self._missing: dict[int, str] = {}
         for call in open_calls:
-            part = part_cache.get(call.part_index)
-            if part is None:
-                part = part_cache[call.part_index] = _response_part(call, texts)
-            parts.append(part)
-    author = call_event.author if call_event.author and call_event.author != "user" else None
-    fields: dict[str, object] = {
-        "id": synthetic_event_id(call_event),
-        "invocation_id": "",
-        "author": author or FALLBACK_AUTHOR,
-        "branch": call_event.branch,
-        "timestamp": call_event.timestamp,
-        # Unvalidated for the same reason as the parts: it holds only them.
-        "content": types.Content.model_construct(role="user", parts=parts),
-        "custom_metadata": {
-            METADATA_KEY: {
-                "synthetic": True,
-                "status": overall.value,
-                "call_event_id": call_event.id,
-                "calls": [
-                    {"id": call.call_id, "name": call.name, "status": call.status.value}
-                    for call in open_calls
-                ],
+            status = call.status
+            self._parts[call.part_index] = _response_part(call, status, texts)
+            self._entries[call.part_index] = {
+                "id": call.call_id,
+                "name": call.name,
+                "status": status.value,
             }
-        },
-    }
-    _copy_scope(call_event, fields)
-    return Event(**fields)
+            keys = self._pending if status is CallStatus.PENDING else self._missing
+            keys[call.part_index] = call.key
+
+    def __bool__(self) -> bool:
+        """True while some call of the event is still unanswered."""
+        return bool(self._parts)
+
+    def settle(self, part_index: int) -> None:
+        """Forgets the call at `part_index`: something real answered it."""
+        self._parts.pop(part_index, None)
+        self._entries.pop(part_index, None)
+        self._pending.pop(part_index, None)
+        self._missing.pop(part_index, None)
+
+    def annotated_call_event(self) -> Event:
+        """A copy of the call event naming its unanswered calls; the original is untouched."""
+        metadata = dict(self.call_event.custom_metadata or {})
+        metadata[METADATA_KEY] = {
+            "synthetic_event_id": self._synthetic_id,
+            "pending": list(self._pending.values()),
+            "missing": list(self._missing.values()),
+        }
+        return self.call_event.model_copy(update={"custom_metadata": metadata})
+
+    def synthetic_event(self) -> Event:
+        """One event answering every unanswered call of the call event, in call order."""
+        call_event = self.call_event
+        author = call_event.author if call_event.author and call_event.author != "user" else None
+        overall = CallStatus.MISSING if self._missing else CallStatus.PENDING
+        fields: dict[str, object] = {
+            "id": self._synthetic_id,
+            "invocation_id": "",
+            "author": author or FALLBACK_AUTHOR,
+            "branch": call_event.branch,
+            "timestamp": call_event.timestamp,
+            # Unvalidated for the same reason as the parts: it holds only them.
+            "content": types.Content.model_construct(role="user", parts=list(self._parts.values())),
+            "custom_metadata": {
+                METADATA_KEY: {
+                    "synthetic": True,
+                    "status": overall.value,
+                    "call_event_id": call_event.id,
+                    "calls": [dict(entry) for entry in self._entries.values()],
+                }
+            },
+        }
+        _copy_scope(call_event, fields)
+        return Event(**fields)
+
+
+def make_synthetic_event(
+    call_event: Event, open_calls: Sequence[TrackedCall], texts: PlaceholderTexts
+) -> Event:
+    """One event answering every unanswered call of `call_event`, in call order."""
+    return RepairedSlot(call_event, open_calls, texts).synthetic_event()
 
 
 def annotate_call_event(call_event: Event, open_calls: Sequence[TrackedCall]) -> Event:
     """A copy of `call_event` naming its unanswered calls; the original is untouched."""
-    pending = [c.key for c in open_calls if c.status is CallStatus.PENDING]
-    missing = [c.key for c in open_calls if c.status is CallStatus.MISSING]
-    metadata = dict(call_event.custom_metadata or {})
-    metadata[METADATA_KEY] = {
-        "synthetic_event_id": synthetic_event_id(call_event),
-        "pending": pending,
-        "missing": missing,
-    }
-    return call_event.model_copy(update={"custom_metadata": metadata})
+    return RepairedSlot(call_event, open_calls, PlaceholderTexts()).annotated_call_event()
+
+
+@dataclass(slots=True)
+class RepairedHistory:
+    """A repaired event list and the repair of each call event in it."""
+
+    events: list[Event]
+    #: Stored-event index -> the repair placed at it, in index order.
+    slots: dict[int, RepairedSlot]
+
+
+def repair_history(
+    events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
+) -> RepairedHistory:
+    """The stored events with a synthetic result after every unanswered call.
+
+    Healthy events are the very objects passed in; only events with unanswered
+    calls are replaced, by annotated copies. `ledger` must have been built
+    over exactly `events`.
+    """
+    open_calls = ledger.open_calls
+    if not open_calls:
+        return RepairedHistory(list(events), {})
+    result: list[Event] = []
+    slots: dict[int, RepairedSlot] = {}
+    start = 0
+    # Copy the runs of healthy events between repaired ones as slices: a
+    # Python loop over every event cost more than the repairs themselves.
+    for index in sorted(open_calls):
+        result.extend(events[start:index])
+        slot = slots[index] = RepairedSlot(events[index], open_calls[index], texts)
+        result.append(slot.annotated_call_event())
+        result.append(slot.synthetic_event())
+        start = index + 1
+    result.extend(events[start:])
+    return RepairedHistory(result, slots)
 
 
 def repaired_events(
@@ -171,25 +242,8 @@ def repaired_events(
 ) -> list[Event]:
     """The stored events with a synthetic result after every unanswered call.
 
-    Healthy events are the very objects passed in; only events with unanswered
-    calls are replaced, by annotated copies. Pass `ledger` when it was already
-    built over `events` to avoid a second pass.
+    Pass `ledger` when it was already built over `events` to avoid a second pass.
     """
     if ledger is None:
         ledger = build_ledger(events)
-    if not ledger.open_calls:
-        return list(events)
-    result: list[Event] = []
-    open_calls = ledger.open_calls
-    start = 0
-    # Copy the runs of healthy events between repaired ones as slices: a
-    # Python loop over every event cost more than the repairs themselves.
-    for index in sorted(open_calls):
-        result.extend(events[start:index])
-        event = events[index]
-        calls = open_calls[index]
-        result.append(annotate_call_event(event, calls))
-        result.append(make_synthetic_event(event, calls, texts))
-        start = index + 1
-    result.extend(events[start:])
-    return result
+    return repair_history(events, ledger, texts).events

@@ -17,8 +17,9 @@ inside a running turn.
 from __future__ import annotations
 
 import logging
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from google.adk.events.event import Event
@@ -28,18 +29,15 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
-from google.genai import types
 from pydantic import PrivateAttr
 
 from .analysis import CallStatus, PairingLedger, build_ledger, has_rewind
-from .repair import (
-    PlaceholderTexts,
-    annotate_call_event,
-    make_synthetic_event,
-    repaired_events,
-)
+from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
 
 logger = logging.getLogger("adk_pairing")
+
+#: Sessions whose analysis `PairingSessionService` remembers by default.
+DEFAULT_ANALYSIS_CACHE_SIZE = 4096
 
 _HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 
@@ -47,24 +45,74 @@ _HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class _ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("inner", "ledger", "placeholder_parts", "slot_order", "synthetic_at")
+    __slots__ = ("inner", "ledger", "shown", "slot_order", "slots")
 
     def __init__(self, inner: Session, ledger: PairingLedger | None) -> None:
         self.inner = inner
         self.ledger = ledger
+        # Stored-event index -> the repair of that call event, while it has open calls.
+        self.slots: dict[int, RepairedSlot] = {}
         # Stored-event index -> the synthetic event now placed after it.
-        self.synthetic_at: dict[int, Event] = {}
-        # The keys of `synthetic_at`, sorted: how many synthetic events precede
-        # a stored index, hence where its synthetic event sits in the view.
+        self.shown: dict[int, Event] = {}
+        # The keys of `slots`, sorted: how many synthetic events precede a
+        # stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
-        # Stored-event index -> its placeholder parts by part index, reused each
-        # time that event's synthetic result is re-rendered with fewer calls.
-        self.placeholder_parts: dict[int, dict[int, types.Part]] = {}
 
-    def index_slots(self, view_events: list[Event], ledger: PairingLedger) -> None:
-        self.synthetic_at = _index_synthetic_events(view_events, ledger)
-        self.slot_order = sorted(self.synthetic_at)
-        self.placeholder_parts = {}
+    def index_slots(self, repaired: RepairedHistory) -> None:
+        self.slots = repaired.slots
+        self.slot_order = list(repaired.slots)  # built in index order
+        # Each earlier slot adds one event, so stored index i sits at i + rank.
+        self.shown = {
+            index: repaired.events[index + rank + 1] for rank, index in enumerate(self.slot_order)
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Analysed:
+    """How far a session's history was analysed, to resume from on its next read.
+
+    ADK's stores only ever append to a session's history, so a later full read
+    that still has the same first event, the same event at the old end and the
+    same call events where the open calls were is the old history plus new
+    events: only those need walking.
+    """
+
+    event_count: int
+    first_event_id: str
+    last_event_id: str
+    open_event_ids: tuple[tuple[int, str], ...]
+    #: Never mutated: every read continues from a `carry_forward` copy.
+    ledger: PairingLedger
+
+    @classmethod
+    def of(cls, events: list[Event], ledger: PairingLedger) -> _Analysed | None:
+        if not events or not events[0].id or not events[-1].id:
+            return None
+        return cls(
+            len(events),
+            events[0].id,
+            events[-1].id,
+            tuple((index, events[index].id) for index in ledger.open_calls),
+            ledger.carry_forward(),
+        )
+
+    def resume(self, events: list[Event]) -> PairingLedger | None:
+        """A ledger over `events`, or None when they are not this history grown."""
+        count = self.event_count
+        if (
+            len(events) < count
+            or events[0].id != self.first_event_id
+            or events[count - 1].id != self.last_event_id
+            or any(events[index].id != event_id for index, event_id in self.open_event_ids)
+        ):
+            return None
+        new_events = events[count:]
+        if any(has_rewind(event) for event in new_events):
+            return None  # it can annul events already walked
+        ledger = self.ledger.carry_forward()
+        for offset, event in enumerate(new_events):
+            ledger.observe(event, count + offset)
+        return ledger
 
 
 class PairedSession(Session):
@@ -107,6 +155,10 @@ class PairingSessionService(BaseSessionService):
         ``services.yaml`` does with ``cls(uri=..., **kwargs)``.
       missing_text: What the model reads for a call with no recorded result.
       pending_text: What the model reads for a call ADK still holds open.
+      analysis_cache_size: How many sessions' analysis to remember between
+        reads (a few hundred bytes each unless calls are open), so that the
+        next full read of a session walks only the events appended since.
+        0 walks the whole history on every read.
       **inner_kwargs: Passed to the inner service's factory when `uri` is used.
     """
 
@@ -117,6 +169,7 @@ class PairingSessionService(BaseSessionService):
         uri: str | None = None,
         missing_text: str | None = None,
         pending_text: str | None = None,
+        analysis_cache_size: int = DEFAULT_ANALYSIS_CACHE_SIZE,
         **inner_kwargs: Any,
     ) -> None:
         if inner is not None and uri is not None:
@@ -142,7 +195,18 @@ class PairingSessionService(BaseSessionService):
             raise TypeError("The inner service is already a PairingSessionService; wrap it once.")
         if not isinstance(inner, BaseSessionService):
             raise TypeError(f"inner must be an ADK BaseSessionService, got {type(inner).__name__}.")
+        if (
+            isinstance(analysis_cache_size, bool)
+            or not isinstance(analysis_cache_size, int)
+            or analysis_cache_size < 0
+        ):
+            raise ValueError(
+                f"analysis_cache_size must be a whole number of sessions >= 0 (0 turns the "
+                f"cache off), got {analysis_cache_size!r}."
+            )
         self._inner = inner
+        self._analysis_cache_size = analysis_cache_size
+        self._analysed: OrderedDict[tuple[str, str, str], _Analysed] = OrderedDict()
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
             missing=missing_text if missing_text is not None else defaults.missing,
@@ -171,6 +235,7 @@ class PairingSessionService(BaseSessionService):
         session = await self._inner.create_session(
             app_name=app_name, user_id=user_id, state=state, session_id=session_id
         )
+        self._analysed.pop(_cache_key(session), None)
         return self._view_or_stored(session)
 
     async def get_session(
@@ -185,8 +250,12 @@ class PairingSessionService(BaseSessionService):
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
         if session is None:
+            self._analysed.pop((app_name, user_id, session_id), None)
             return None
-        return self._view_or_stored(session, log_missing=True)
+        full_read = config is None or (
+            config.num_recent_events is None and config.after_timestamp is None
+        )
+        return self._view_or_stored(session, log_missing=True, full_read=full_read)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -194,6 +263,7 @@ class PairingSessionService(BaseSessionService):
         return await self._inner.list_sessions(app_name=app_name, user_id=user_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        self._analysed.pop((app_name, user_id, session_id), None)
         await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -248,34 +318,61 @@ class PairingSessionService(BaseSessionService):
 
     # -- views --------------------------------------------------------------
 
-    def _view_or_stored(self, stored: Session, *, log_missing: bool = False) -> Session:
+    def _view_or_stored(
+        self, stored: Session, *, log_missing: bool = False, full_read: bool = False
+    ) -> Session:
         """The repaired view of `stored`, or `stored` itself if repair fails."""
         try:
-            view = self._build_view(stored)
+            ledger = self._ledger_for(stored, full_read=full_read)
+            view = self._build_view(stored, ledger)
             if log_missing:
-                self._log_missing(stored, view._pairing.ledger)
+                self._log_missing(stored, ledger)
             return view
         except Exception:
             logger.exception(
                 "adk-pairing could not repair session %s; returning it as stored",
                 _session_key(stored),
             )
+            self._analysed.pop(_cache_key(stored), None)
             return stored
 
-    def _build_view(self, stored: Session) -> PairedSession:
+    def _ledger_for(self, stored: Session, *, full_read: bool) -> PairingLedger:
+        """The ledger of `stored`'s history, walking only events not seen before.
+
+        Only a full read (no window) is resumed from, or remembered: a window
+        is not a prefix of the history the next full read returns.
+        """
         events = stored.events
-        ledger = build_ledger(events)
+        if not full_read or self._analysis_cache_size == 0:
+            return build_ledger(events)
+        key = _cache_key(stored)
+        analysed = self._analysed.get(key)
+        resumed = analysed.resume(events) if analysed is not None else None
+        ledger = resumed if resumed is not None else build_ledger(events)
+        if resumed is None or analysed.event_count != len(events):
+            analysed = _Analysed.of(events, ledger)
+        if analysed is None:
+            self._analysed.pop(key, None)
+            return ledger
+        self._analysed[key] = analysed
+        self._analysed.move_to_end(key)
+        if len(self._analysed) > self._analysis_cache_size:
+            self._analysed.popitem(last=False)
+        return ledger
+
+    def _build_view(self, stored: Session, ledger: PairingLedger) -> PairedSession:
+        repaired = repair_history(stored.events, ledger, self._texts)
         view = PairedSession.model_construct(
             id=stored.id,
             app_name=stored.app_name,
             user_id=stored.user_id,
             state=stored.state,
-            events=repaired_events(events, self._texts, ledger=ledger),
+            events=repaired.events,
             last_update_time=stored.last_update_time,
         )
         view_state = _ViewState(stored, ledger)
-        if ledger.open_calls:
-            view_state.index_slots(view.events, ledger)
+        if repaired.slots:
+            view_state.index_slots(repaired)
         view._pairing = view_state
         _mirror_fields(view, stored)
         return view
@@ -296,35 +393,40 @@ class PairingSessionService(BaseSessionService):
         for offset, event in enumerate(new_events):
             index = stored_before + offset
             view.events.append(event)
-            for changed in sorted(ledger.observe(event, index)):
-                self._refresh_slot(view, view_state, changed)
+            settled, opened = ledger.observe(event, index)
+            if settled:
+                touched: dict[int, None] = {}
+                for call in settled:
+                    view_state.slots[call.event_index].settle(call.part_index)
+                    touched[call.event_index] = None
+                for call_index in touched:
+                    self._refresh_slot(view, view_state, call_index)
+            if opened is not None:
+                self._open_slot(view, view_state, opened)
 
     def _rebuild(self, view: PairedSession, view_state: _ViewState) -> None:
         events = view_state.inner.events
         ledger = build_ledger(events)
-        view.events = repaired_events(events, self._texts, ledger=ledger)
+        repaired = repair_history(events, ledger, self._texts)
+        view.events = repaired.events
         view_state.ledger = ledger
-        view_state.index_slots(view.events, ledger)
+        view_state.index_slots(repaired)
+
+    def _open_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
+        """Repairs the call event just appended at stored `index` (the view's last event)."""
+        calls = view_state.ledger.open_calls_at(index)
+        slot = RepairedSlot(view_state.inner.events[index], calls, self._texts)
+        view.events[-1] = slot.annotated_call_event()
+        synthetic = slot.synthetic_event()
+        view.events.append(synthetic)
+        view_state.slots[index] = slot
+        view_state.shown[index] = synthetic
+        view_state.slot_order.append(index)  # the newest index is the largest
 
     def _refresh_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
-        """Re-renders the call event at stored `index` and its synthetic result."""
-        stored_event = view_state.inner.events[index]
-        open_calls = view_state.ledger.open_calls.get(index) if view_state.ledger else None
-        previous = view_state.synthetic_at.pop(index, None)
-        if previous is None:
-            # A call event just appended: it is the view's last event.
-            if open_calls:
-                view.events[-1] = annotate_call_event(stored_event, open_calls)
-                synthetic = make_synthetic_event(
-                    stored_event,
-                    open_calls,
-                    self._texts,
-                    view_state.placeholder_parts.setdefault(index, {}),
-                )
-                view.events.append(synthetic)
-                view_state.synthetic_at[index] = synthetic
-                insort(view_state.slot_order, index)
-            return
+        """Re-renders the call event at stored `index` after some of its calls were answered."""
+        slot = view_state.slots[index]
+        previous = view_state.shown[index]
         # Stored index i sits at i + (synthetic events before it) in the view,
         # and its synthetic event right after. Searching the view for it instead
         # costs O(history) per answer: quadratic over a long run of open calls.
@@ -332,21 +434,17 @@ class PairingSessionService(BaseSessionService):
         position = index + rank + 1
         if position >= len(view.events) or view.events[position] is not previous:
             position = _rfind_identity(view.events, previous)
-        if open_calls:
-            synthetic = make_synthetic_event(
-                stored_event,
-                open_calls,
-                self._texts,
-                view_state.placeholder_parts.setdefault(index, {}),
-            )
-            view.events[position - 1] = annotate_call_event(stored_event, open_calls)
+        if slot:
+            synthetic = slot.synthetic_event()
+            view.events[position - 1] = slot.annotated_call_event()
             view.events[position] = synthetic
-            view_state.synthetic_at[index] = synthetic
-        else:
-            view.events[position - 1] = stored_event
-            del view.events[position]
-            del view_state.slot_order[rank]
-            view_state.placeholder_parts.pop(index, None)
+            view_state.shown[index] = synthetic
+            return
+        view.events[position - 1] = slot.call_event
+        del view.events[position]
+        del view_state.slot_order[rank]
+        del view_state.slots[index]
+        del view_state.shown[index]
 
     def _log_missing(self, stored: Session, ledger: PairingLedger) -> None:
         for calls in ledger.open_calls.values():
@@ -365,17 +463,6 @@ class PairingSessionService(BaseSessionService):
                         stored.user_id,
                         stored.id,
                     )
-
-
-def _index_synthetic_events(view_events: list[Event], ledger: PairingLedger) -> dict[int, Event]:
-    """Maps each stored index with open calls to its synthetic event in the view."""
-    slots: dict[int, Event] = {}
-    position = 0
-    for index in sorted(ledger.open_calls):
-        # Each earlier slot adds one event, so stored index i sits at i + len(slots).
-        position = index + len(slots) + 1
-        slots[index] = view_events[position]
-    return slots
 
 
 def _rfind_identity(events: list[Event], target: Event) -> int:
@@ -405,6 +492,10 @@ def _mirror_fields(view: Session, stored: Session) -> None:
         # Direct read for the same reason as in `_view_state_of`.
         private = stored.__pydantic_private__
         view._storage_update_marker = private.get("_storage_update_marker") if private else None
+
+
+def _cache_key(session: Session) -> tuple[str, str, str]:
+    return (session.app_name, session.user_id, session.id)
 
 
 def _session_key(session: Session) -> str:

@@ -151,18 +151,20 @@ def test_rewind_to_an_unknown_invocation_annuls_only_itself() -> None:
 def test_ledger_reports_which_events_changed_when_observing_incrementally() -> None:
     ledger = PairingLedger()
     first = model_event([call("a"), call("b")])
-    assert ledger.observe(first, 0) == {0}
+    assert ledger.observe(first, 0).changed == {0}
     assert [c.call_id for c in ledger.open_calls[0]] == ["a", "b"]
-    assert ledger.observe(response_event([response("a")]), 1) == {0}
+    answered_a = ledger.observe(response_event([response("a")]), 1)
+    assert answered_a.changed == {0}
+    assert [c.call_id for c in answered_a.settled] == ["a"]
     assert [c.call_id for c in ledger.open_calls[0]] == ["b"]
-    assert ledger.observe(response_event([response("b")]), 2) == {0}
+    assert ledger.observe(response_event([response("b")]), 2).changed == {0}
     assert ledger.open_calls == {}
-    assert ledger.observe(user_text(), 3) == set()
+    assert ledger.observe(user_text(), 3).changed == set()
 
 
 def test_event_without_content_is_ignored() -> None:
     ledger = PairingLedger()
-    assert ledger.observe(rewind_event("x"), 0) == set()
+    assert ledger.observe(rewind_event("x"), 0).changed == set()
     assert ledger.calls == []
 
 

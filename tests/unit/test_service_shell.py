@@ -151,7 +151,7 @@ async def test_repair_failure_returns_the_stored_session_and_logs_the_session_ke
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("malformed history")
 
-    monkeypatch.setattr(service_module, "repaired_events", broken)
+    monkeypatch.setattr(service_module, "repair_history", broken)
     caplog.set_level(logging.ERROR, logger="adk_pairing")
     session = await service.get_session(app_name=APP, user_id=USER, session_id=view.id)
     assert not isinstance(session, PairedSession)
