@@ -23,7 +23,12 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .factory import PAIRING_PREFIX, REDIS_SCHEMES, create_inner_session_service
+from .factory import (
+    PAIRING_PREFIX,
+    REDIS_SCHEMES,
+    create_inner_session_service,
+    decorator_options,
+)
 
 #: Async SQLAlchemy dialect+driver schemes that ``DatabaseSessionService``
 #: accepts but ADK's registry does not list (it reaches them by fallback).
@@ -58,6 +63,7 @@ def register_pairing_schemes(
     *,
     missing_text: str | None = None,
     pending_text: str | None = None,
+    analysis_cache_size: int | None = None,
     extra_schemes: Iterable[str] = (),
     inner_kwargs: Mapping[str, Any] | None = None,
     registry: Any = None,
@@ -76,6 +82,9 @@ def register_pairing_schemes(
     Args:
       missing_text: Placeholder text for calls with no recorded result.
       pending_text: Placeholder text for calls ADK still holds open.
+      analysis_cache_size: How many sessions' analysis each service remembers
+        between reads; 0 turns that off. `PairingSessionService`'s default
+        when omitted.
       extra_schemes: More inner schemes to wrap, e.g. a scheme you register
         after this call or another SQLAlchemy dialect+driver.
       inner_kwargs: Keyword arguments for the inner service, e.g.
@@ -103,6 +112,7 @@ def register_pairing_schemes(
     }
 
     defaults = dict(inner_kwargs or {})
+    options = decorator_options(analysis_cache_size=analysis_cache_size)
 
     def pairing_factory(uri: str, **kwargs: Any) -> BaseSessionService:
         from .service import PairingSessionService
@@ -111,6 +121,7 @@ def register_pairing_schemes(
             create_inner_session_service(uri, **{**defaults, **kwargs}),
             missing_text=missing_text,
             pending_text=pending_text,
+            **options,
         )
 
     registered = sorted(PAIRING_PREFIX + scheme for scheme in inner_schemes)

@@ -1,6 +1,6 @@
 """Session service configuration files (YAML or TOML).
 
-The file names one store and, optionally, the placeholder texts and the
+The file names one store and, optionally, the decorator's options and the
 inner service's options::
 
     session_service:
@@ -8,6 +8,7 @@ inner service's options::
       pairing:                      # optional
         missing_text: "..."
         pending_text: "..."
+        analysis_cache_size: 4096   # sessions whose analysis is remembered; 0: off
       engine: {pool_size: 10}       # optional, keyword arguments of the inner service
 
 Rules, chosen so a mistake is caught at start-up rather than in production:
@@ -35,11 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
 from .factory import (
     PAIRING_PREFIX,
     create_inner_session_service,
+    decorator_options,
     inner_uri,
     is_pairing_uri,
     mask_secrets,
@@ -72,6 +74,8 @@ class PairingBlock(BaseModel):
 
     missing_text: str | None = None
     pending_text: str | None = None
+    # Strict: a bool or a float such as 10.0 is refused, not coerced.
+    analysis_cache_size: NonNegativeInt | None = None
 
 
 class SessionServiceBlock(BaseModel):
@@ -103,6 +107,7 @@ class SessionServiceSettings:
     uri: str
     missing_text: str | None = None
     pending_text: str | None = None
+    analysis_cache_size: int | None = None
     inner_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -225,6 +230,7 @@ _EXPECTED = {
     ),
     "session_service.pairing.missing_text": "a string",
     "session_service.pairing.pending_text": "a string",
+    "session_service.pairing.analysis_cache_size": "a whole number >= 0 (0 turns the cache off)",
     "session_service.engine": (
         "a table/mapping of keyword arguments for the inner service, e.g. {pool_size: 10}"
     ),
@@ -250,7 +256,11 @@ def _describe(error: dict[str, Any]) -> str:
         return (
             f"{key_path}: required key is missing; expected {_EXPECTED.get(key_path, 'a value')}."
         )
-    return f"{key_path}: wrong type; expected {_EXPECTED.get(key_path, 'a valid value')}."
+    expected = _EXPECTED.get(key_path, "a valid value")
+    if kind.endswith("_type"):
+        return f"{key_path}: wrong type; expected {expected}."
+    # The right type, a value out of range (e.g. a negative analysis_cache_size).
+    return f"{key_path}: invalid value; expected {expected}."
 
 
 def load_config(
@@ -300,6 +310,7 @@ def load_config(
         uri=block.uri,
         missing_text=pairing.missing_text,
         pending_text=pairing.pending_text,
+        analysis_cache_size=pairing.analysis_cache_size,
         inner_kwargs=dict(block.engine or {}),
     )
 
@@ -326,7 +337,10 @@ def build_session_service(settings: SessionServiceSettings) -> PairingSessionSer
             + mask_secrets(" <- ".join(reasons)),
         ) from None
     return PairingSessionService(
-        inner, missing_text=settings.missing_text, pending_text=settings.pending_text
+        inner,
+        missing_text=settings.missing_text,
+        pending_text=settings.pending_text,
+        **decorator_options(analysis_cache_size=settings.analysis_cache_size),
     )
 
 

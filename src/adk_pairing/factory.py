@@ -142,6 +142,7 @@ def create_session_service(
     *,
     missing_text: str | None = None,
     pending_text: str | None = None,
+    analysis_cache_size: int | None = None,
     **inner_kwargs: Any,
 ) -> PairingSessionService:
     """A `PairingSessionService` around the service ADK builds for ``pairing+<inner-uri>``.
@@ -154,12 +155,16 @@ def create_session_service(
         ``pairing+postgresql+asyncpg://user:pw@db:5432/agents``.
       missing_text: What the model reads for a call with no recorded result.
       pending_text: What the model reads for a call ADK still holds open.
+      analysis_cache_size: How many sessions' analysis the decorator remembers
+        between reads; 0 turns that off. `PairingSessionService`'s default
+        when omitted.
       **inner_kwargs: Passed to the inner service's factory
         (see `create_inner_session_service`), e.g. ``pool_size=10``.
 
     Raises:
       ValueError: `uri` lacks the ``pairing+`` prefix (the message shows the
-        corrected URI, password masked) or the inner service cannot be built.
+        corrected URI, password masked), `analysis_cache_size` is not a whole
+        number >= 0, or the inner service cannot be built.
     """
     if not is_pairing_uri(uri):
         raise ValueError(
@@ -174,7 +179,19 @@ def create_session_service(
         create_inner_session_service(uri, **inner_kwargs),
         missing_text=missing_text,
         pending_text=pending_text,
+        **decorator_options(analysis_cache_size=analysis_cache_size),
     )
+
+
+def decorator_options(*, analysis_cache_size: int | None) -> dict[str, Any]:
+    """`PairingSessionService` keywords that have a default of their own.
+
+    ``None`` means "not given": the keyword is left out, so the service's
+    default applies (unlike the texts, ``None`` is not a value it accepts).
+    """
+    if analysis_cache_size is None:
+        return {}
+    return {"analysis_cache_size": analysis_cache_size}
 
 
 def _without_agents_dir(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 
 from adk_pairing import ConfigError, PairingSessionService, load_config, load_session_service
+from adk_pairing.service import DEFAULT_ANALYSIS_CACHE_SIZE
 
 SECRET = "Pa55-w0rd-xyz"
 
@@ -139,6 +140,52 @@ def test_load_session_service_builds_wrapped_database_service_with_engine_option
     assert service.texts.missing == "lost"
 
 
+@pytest.mark.parametrize("size", [0, 17])
+def test_yaml_analysis_cache_size_reaches_the_built_service(tmp_path, size):
+    path = write(
+        tmp_path,
+        "s.yaml",
+        f"""
+        session_service:
+          uri: pairing+memory://
+          pairing:
+            analysis_cache_size: {size}
+        """,
+    )
+
+    assert load_config(path, environ={}).analysis_cache_size == size
+    assert load_session_service(path, environ={})._analysis_cache_size == size
+
+
+def test_toml_analysis_cache_size_reaches_the_built_service(tmp_path):
+    path = write(
+        tmp_path,
+        "s.toml",
+        """
+        [session_service]
+        uri = "memory://"
+
+        [session_service.pairing]
+        analysis_cache_size = 0
+        """,
+    )
+
+    assert load_session_service(path, environ={})._analysis_cache_size == 0
+
+
+@pytest.mark.parametrize("pairing_block", ["", "\n  pairing: {missing_text: lost}"])
+def test_config_without_analysis_cache_size_builds_a_service_with_the_default(
+    tmp_path, pairing_block
+):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"session_service:\n  uri: pairing+memory://{pairing_block}\n")
+
+    assert load_config(path, environ={}).analysis_cache_size is None
+    assert load_session_service(path, environ={})._analysis_cache_size == (
+        DEFAULT_ANALYSIS_CACHE_SIZE
+    )
+
+
 def test_load_session_service_reads_os_environ_by_default(tmp_path, monkeypatch):
     monkeypatch.setenv("ADK_PAIRING_TEST_SCHEME", "memory")
     path = write(
@@ -225,7 +272,10 @@ def test_misspelt_pairing_key_names_key_path_and_allowed_keys(tmp_path):
     message = config_error(path)
 
     assert "session_service.pairing.missing_txt: unknown key 'missing_txt'" in message
-    assert "allowed keys under session_service.pairing: missing_text, pending_text" in message
+    assert (
+        "allowed keys under session_service.pairing: "
+        "missing_text, pending_text, analysis_cache_size" in message
+    )
 
 
 def test_unknown_key_in_session_service_lists_its_allowed_keys(tmp_path):
@@ -291,6 +341,49 @@ def test_wrong_type_names_key_path_and_expected_type(tmp_path, body, key_path, e
 
     assert f"{key_path}: wrong type" in message
     assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("-1", "invalid value"),
+        ("true", "wrong type"),
+        ("false", "wrong type"),
+        ("2.5", "wrong type"),
+        ("10.0", "wrong type"),
+        ('"10"', "wrong type"),
+    ],
+)
+def test_bad_analysis_cache_size_is_a_config_error_naming_the_key_path(tmp_path, value, problem):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        f"session_service:\n  uri: pairing+memory://\n  pairing: {{analysis_cache_size: {value}}}\n"
+    )
+
+    message = config_error(path)
+
+    assert (
+        f"session_service.pairing.analysis_cache_size: {problem}; "
+        "expected a whole number >= 0 (0 turns the cache off)." in message
+    )
+
+
+def test_bad_analysis_cache_size_in_toml_is_a_config_error_naming_the_key_path(tmp_path):
+    path = write(
+        tmp_path,
+        "s.toml",
+        """
+        [session_service]
+        uri = "pairing+memory://"
+
+        [session_service.pairing]
+        analysis_cache_size = -5
+        """,
+    )
+
+    message = config_error(path)
+
+    assert "session_service.pairing.analysis_cache_size: invalid value" in message
 
 
 def test_session_service_that_is_not_a_mapping_is_an_error(tmp_path):

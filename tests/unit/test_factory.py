@@ -30,6 +30,7 @@ from adk_pairing import (
 )
 from adk_pairing.adk_services import SQLALCHEMY_ASYNC_SCHEMES
 from adk_pairing.factory import create_inner_session_service, mask_secrets
+from adk_pairing.service import DEFAULT_ANALYSIS_CACHE_SIZE
 
 SECRET = "s3cr3t-Pa55"
 
@@ -120,6 +121,26 @@ def test_create_session_service_applies_placeholder_texts():
 
     assert service.texts.missing == "lost"
     assert service.texts.pending == "still waiting"
+
+
+# 0 is falsy: it must arrive as 0 (cache off), not be mistaken for "not given".
+@pytest.mark.parametrize("size", [0, 17])
+def test_create_session_service_passes_analysis_cache_size_to_the_service(size):
+    service = create_session_service("pairing+memory://", analysis_cache_size=size)
+
+    assert service._analysis_cache_size == size
+
+
+def test_create_session_service_without_analysis_cache_size_keeps_the_service_default():
+    assert DEFAULT_ANALYSIS_CACHE_SIZE != 0
+    service = create_session_service("pairing+memory://")
+
+    assert service._analysis_cache_size == DEFAULT_ANALYSIS_CACHE_SIZE
+
+
+def test_create_session_service_refuses_a_negative_analysis_cache_size():
+    with pytest.raises(ValueError, match="analysis_cache_size must be a whole number"):
+        create_session_service("pairing+memory://", analysis_cache_size=-1)
 
 
 def test_the_prefix_is_matched_case_insensitively():
@@ -279,6 +300,26 @@ def test_registered_scheme_builds_pairing_service_with_texts_and_cli_kwargs(tmp_
     assert isinstance(service, PairingSessionService)
     assert service.texts.missing == "lost" and service.texts.pending == "waiting"
     assert service.inner.db_engine.pool.size() == 4
+
+
+@pytest.mark.parametrize("size", [0, 17])
+def test_registered_scheme_builds_pairing_service_with_the_given_analysis_cache_size(size):
+    registry = _fresh_registry()
+    register_pairing_schemes(registry=registry, analysis_cache_size=size)
+
+    service = registry.create_session_service("pairing+memory://")
+
+    assert isinstance(service, PairingSessionService)
+    assert service._analysis_cache_size == size
+
+
+def test_registered_scheme_without_analysis_cache_size_keeps_the_service_default():
+    registry = _fresh_registry()
+    register_pairing_schemes(registry=registry)
+
+    service = registry.create_session_service("pairing+memory://")
+
+    assert service._analysis_cache_size == DEFAULT_ANALYSIS_CACHE_SIZE
 
 
 def test_registering_twice_does_not_register_pairing_of_pairing():
