@@ -178,7 +178,7 @@ class RepairedSlot:
                     "synthetic": True,
                     "status": overall.value,
                     "call_event_id": call_event.id,
-                    "calls": [dict(entry) for entry in self._entries.values()],
+                    "calls": list(self._entries.values()),
                 }
             },
         }
