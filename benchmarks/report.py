@@ -141,15 +141,33 @@ class Verdict:
         return {True: "met", False: "**missed**", None: "not measured"}[self.met]
 
 
+#: What each kind of get_session read means in the targets table.
+READ_MEANINGS = {
+    "warm": "warm read (session read before by this process: every turn but its first)",
+    "cold": "cold read (first read in a process, or analysis_cache_size=0)",
+}
+
+
 def _ratio_verdict(
-    rows: list[Row], section: str, backends: Iterable[str], limit: float, size: int
+    rows: list[Row],
+    section: str,
+    backends: Iterable[str],
+    limit: float,
+    size: int,
+    read: str | None = None,
 ) -> Verdict:
     names = list(backends)
-    chosen = [r for r in rows if r["backend"] in names and r["size"] == size]
+    chosen = [
+        r
+        for r in rows
+        if r["backend"] in names and r["size"] == size and (read is None or r.get("read") == read)
+    ]
     target = (
         f"{section} ≤ {limit:.2f}× on {', '.join(BACKEND_LABELS[n] for n in names)}"
         f" at {size:,} events"
     )
+    if read is not None:
+        target += f", {READ_MEANINGS[read]}"
     if not chosen:
         return Verdict(target, "-", None)
     measured = "; ".join(f"{r['backend']} {r['health']} {r['ratio']:.3f}" for r in chosen)
@@ -197,8 +215,9 @@ def verdicts(results: dict[str, list[Row]], *, get_size: int, append_size: int) 
     gets = results.get("get_session", [])
     appends = results.get("append_event", [])
     durable = ("postgres", "sqlite", "db-sqlite")
-    found.append(_ratio_verdict(gets, "get_session", durable, 1.03, get_size))
-    found.append(_ratio_verdict(gets, "get_session", ("inmemory",), 1.10, get_size))
+    for read in READ_MEANINGS:
+        found.append(_ratio_verdict(gets, "get_session", durable, 1.03, get_size, read))
+        found.append(_ratio_verdict(gets, "get_session", ("inmemory",), 1.10, get_size, read))
     found.append(_ratio_verdict(appends, "append_event", durable, 1.02, append_size))
     found.append(_ratio_verdict(appends, "append_event", ("inmemory",), 1.15, append_size))
 
@@ -238,8 +257,11 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         "added",
         "rounds",
     ]
+    has_read = any("read" in r for r in rows)
     has_walk = any("walk_ns" in r for r in rows)
     has_kinds = any("ratio_by_kind" in r for r in rows)
+    if has_read:
+        header.insert(3, "read")
     if has_walk:
         header.append("floor: walking every part once (as a ratio)")
     if has_kinds:
@@ -258,9 +280,13 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             format_duration(r["added_ns"]),
             str(r["rounds"]),
         ]
-        if has_walk:
+        if has_read:
+            cells.insert(3, r.get("read", "-"))
+        if has_walk and "walk_ns" in r:
             floor = 1 + r["walk_ns"] / r["unwrapped_ns"]
             cells.append(f"{format_duration(r['walk_ns'])} ({floor:.3f})")
+        elif has_walk:
+            cells.append("-")
         if has_kinds:
             cells.append(" / ".join(f"{v:.3f}" for v in r["ratio_by_kind"].values()))
         body.append(cells)
@@ -318,6 +344,7 @@ def memory_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         "stored retained",
         "view retained",
         "retained ratio",
+        "analysis cache entry",
     ]
     body = [
         [
@@ -330,6 +357,7 @@ def memory_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             _mib(r["stored_retained"]),
             _mib(r["view_retained"]),
             f"{r['retained_ratio']:.3f}",
+            f"{r['cache_entry']:,} B" if "cache_entry" in r else "-",
         ]
         for r in rows
     ]
@@ -442,7 +470,8 @@ def all_ratios(results: dict[str, list[Row]]) -> list[tuple[str, float]]:
     found: list[tuple[str, float]] = []
     for section in ("get_session", "append_event"):
         for r in results.get(section, []):
-            found.append((f"{section} {r['backend']} {r['size']} {r['health']}", r["ratio"]))
+            label = f"{section} {r['backend']} {r['size']} {r['health']} {r.get('read', '')}"
+            found.append((label.rstrip(), r["ratio"]))
     for r in results.get("memory", []):
         label = f"memory {r['backend']} {r['size']} {r['health']}"
         found.append((label + " peak", r["peak_ratio"]))

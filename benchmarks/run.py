@@ -150,7 +150,7 @@ def _progress(section: str, row: dict[str, Any]) -> None:
         detail = (" by kind " + ", ".join(f"{v:.3f}" for v in kinds.values())) if kinds else ""
         print(
             f"  {section:<12} {row['backend']:<9} {row['size']:>7,} {row['health']:<8}"
-            f" ratio {row['ratio']:.3f} ({row['rounds']} rounds,"
+            f" {row.get('read', ''):<4} ratio {row['ratio']:.3f} ({row['rounds']} rounds,"
             f" {row['wrapped_ns'] / 1e3:.1f} vs {row['unwrapped_ns'] / 1e3:.1f} µs){detail}",
             file=sys.stderr,
         )

@@ -107,9 +107,19 @@ def _comparison_row(comparison: Any) -> Row:
 # -- get_session ---------------------------------------------------------------
 
 
+#: How a read finds the decorator: "warm" when this process read the session
+#: before (every turn but a session's first, while it stays among the
+#: `analysis_cache_size` most recently read), so only events appended since are
+#: walked; "cold" on a first read, or with the cache off, walking every event.
+READS = ("warm", "cold")
+
+
 async def bench_get_session(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
-    wrapped = PairingSessionService(backend.service)
     inner = backend.service
+    services = {
+        "warm": PairingSessionService(inner),
+        "cold": PairingSessionService(inner, analysis_cache_size=0),
+    }
     rows: list[Row] = []
     for size in settings.sizes:
         for health in HEALTHS:
@@ -118,40 +128,47 @@ async def bench_get_session(backend: Backend, settings: Settings, progress: Call
             synthetic = unanswered_call_count(events)
             session_id = await backend.seeded_session(APP, USER, events)
             del events
-            where = f"get_session {backend.name} {size} {health}"
-            _check_view(
-                await wrapped.get_session(app_name=APP, user_id=USER, session_id=session_id),
-                size,
-                synthetic,
-                where,
-            )
+            for read, wrapped in services.items():
+                where = f"get_session {backend.name} {size} {health} {read}"
+                # For the warm service this first read is the one it resumes from.
+                _check_view(
+                    await wrapped.get_session(app_name=APP, user_id=USER, session_id=session_id),
+                    size,
+                    synthetic,
+                    where,
+                )
 
-            async def call_wrapped(_: int, sid: str = session_id) -> object:
-                return await wrapped.get_session(app_name=APP, user_id=USER, session_id=sid)
+                async def call_wrapped(
+                    _: int, sid: str = session_id, service: PairingSessionService = wrapped
+                ) -> object:
+                    return await service.get_session(app_name=APP, user_id=USER, session_id=sid)
 
-            async def call_unwrapped(_: int, sid: str = session_id) -> object:
-                return await inner.get_session(app_name=APP, user_id=USER, session_id=sid)
+                async def call_unwrapped(_: int, sid: str = session_id) -> object:
+                    return await inner.get_session(app_name=APP, user_id=USER, session_id=sid)
 
-            comparison = await interleave(
-                call_wrapped,
-                call_unwrapped,
-                max_rounds=settings.max_rounds,
-                budget_s=settings.budget_s,
-                min_rounds=settings.min_rounds_for(size),
-                # A 10,000-event read is ~0.3-0.8 s: one warm-up pair is plenty.
-                warmup=settings.warmup if size <= 1_000 else 1,
-            )
-            row = {
-                "backend": backend.name,
-                "label": backend.label,
-                "size": size,
-                "health": health,
-                "synthetic": synthetic,
-                **_comparison_row(comparison),
-                "walk_ns": await _walk_floor(inner, session_id),
-            }
-            rows.append(row)
-            progress("get_session", row)
+                comparison = await interleave(
+                    call_wrapped,
+                    call_unwrapped,
+                    max_rounds=settings.max_rounds,
+                    budget_s=settings.budget_s,
+                    min_rounds=settings.min_rounds_for(size),
+                    # A 10,000-event read is ~0.3-0.8 s: one warm-up pair is plenty.
+                    warmup=settings.warmup if size <= 1_000 else 1,
+                )
+                row = {
+                    "backend": backend.name,
+                    "label": backend.label,
+                    "size": size,
+                    "health": health,
+                    "read": read,
+                    "synthetic": synthetic,
+                    **_comparison_row(comparison),
+                }
+                if read == "cold":
+                    # The floor bounds a walk of every event; a warm read walks none.
+                    row["walk_ns"] = await _walk_floor(inner, session_id)
+                rows.append(row)
+                progress("get_session", row)
             await inner.delete_session(app_name=APP, user_id=USER, session_id=session_id)
     return rows
 
@@ -478,9 +495,34 @@ async def _traced(call: Callable) -> tuple[int, int, object]:
     return peak - base, current - base, result
 
 
+async def _cache_entry_bytes(inner: BaseSessionService, session_id: str) -> int:
+    """Bytes a first read through a new decorator leaves behind once its view is gone.
+
+    That is the session's entry in the analysis cache. The same read without
+    the decorator is subtracted, for whatever the store itself keeps.
+    """
+    service = PairingSessionService(inner)
+
+    async def read_through_decorator() -> None:
+        await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
+
+    async def read_bare() -> None:
+        await inner.get_session(app_name=APP, user_id=USER, session_id=session_id)
+
+    _, bare, _ = await _traced(read_bare)
+    _, decorated, _ = await _traced(read_through_decorator)
+    return decorated - bare
+
+
 async def bench_memory(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
-    """Peak and retained memory of reading a session, bare and through the decorator."""
-    wrapped = PairingSessionService(backend.service)
+    """Peak and retained memory of reading a session, bare and through the decorator.
+
+    The view is read cold (``analysis_cache_size=0``): a walk of the whole
+    history is the most a read allocates. What the analysis cache keeps per
+    session is measured apart, as what a first read leaves behind once its
+    view is dropped.
+    """
+    wrapped = PairingSessionService(backend.service, analysis_cache_size=0)
     inner = backend.service
     rows: list[Row] = []
     for size in settings.memory_sizes:
@@ -519,6 +561,7 @@ async def bench_memory(backend: Backend, settings: Settings, progress: Callable)
                             stored_peaks.append(peak)
                             stored_kept.append(kept)
                         del result
+                cache_entry = await _cache_entry_bytes(inner, session_id)
             finally:
                 tracemalloc.stop()
             stored_peak = sorted(stored_peaks)[len(stored_peaks) // 2]
@@ -536,6 +579,7 @@ async def bench_memory(backend: Backend, settings: Settings, progress: Callable)
                 "view_retained": view_retained,
                 "peak_ratio": view_peak / stored_peak,
                 "retained_ratio": view_retained / stored_retained,
+                "cache_entry": cache_entry,
             }
             rows.append(row)
             progress("memory", row)

@@ -28,6 +28,7 @@ BACKENDS = {"inmemory", "sqlite", "db-sqlite", "postgres", "redis"}
 QUICK_SIZES = {10, 40}
 QUICK_APPEND_SIZES = {10}
 HEALTHS = {"healthy", "broken"}
+READS = {"warm", "cold"}
 
 
 def _finite_positive(value: object) -> bool:
@@ -80,10 +81,19 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_quick_benchmark_times_every_store_size_and_history_on_both_calls(quick_run):
     results = quick_run["results"]
-    for section, sizes in (("get_session", QUICK_SIZES), ("append_event", QUICK_APPEND_SIZES)):
-        cells = {(r["backend"], r["size"], r["health"]) for r in results[section]}
-        expected = {(b, s, h) for b in BACKENDS for s in sizes for h in HEALTHS}
-        assert cells == expected, section
+    gets = [(r["backend"], r["size"], r["health"], r["read"]) for r in results["get_session"]]
+    assert sorted(gets) == sorted(
+        (b, s, h, read) for b in BACKENDS for s in QUICK_SIZES for h in HEALTHS for read in READS
+    )
+    appends = [(r["backend"], r["size"], r["health"]) for r in results["append_event"]]
+    assert sorted(appends) == sorted(
+        (b, s, h) for b in BACKENDS for s in QUICK_APPEND_SIZES for h in HEALTHS
+    )
+
+
+def test_only_cold_reads_get_a_walk_floor(quick_run):
+    for row in quick_run["results"]["get_session"]:
+        assert ("walk_ns" in row) == (row["read"] == "cold"), row
 
 
 def test_every_wrapped_over_unwrapped_ratio_is_finite_and_positive(quick_run):
@@ -136,6 +146,7 @@ def test_memory_ratios_are_computed_for_healthy_and_broken_views(quick_run):
     for row in memory:
         assert _finite_positive(row["peak_ratio"]), row
         assert _finite_positive(row["retained_ratio"]), row
+        assert isinstance(row["cache_entry"], int), row
 
 
 def test_results_file_names_the_machine_the_command_and_every_target(quick_run):
