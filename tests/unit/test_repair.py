@@ -137,3 +137,20 @@ def test_checker_rejects_results_that_come_after_another_block() -> None:
     ]
     violations = anthropic_pairing_violations(contents(events))
     assert any("without tool_result blocks immediately after" in v for v in violations)
+
+
+def test_synthetic_event_built_unvalidated_equals_what_validation_would_build() -> None:
+    call_event = model_event([call("c1"), call("c2")])
+    synthetic = repaired_events([call_event])[1]
+    validated = Event.model_validate_json(synthetic.model_dump_json())
+    assert validated == synthetic
+    assert (
+        validated.content.parts[0].function_response == synthetic.content.parts[0].function_response
+    )
+
+
+def test_every_synthetic_event_has_its_own_actions() -> None:
+    first, second = (repaired_events([model_event([call(c)])])[1] for c in ("a", "b"))
+    assert first.actions is not second.actions
+    first.actions.state_delta["k"] = 1
+    assert second.actions.state_delta == {}
