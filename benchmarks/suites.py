@@ -91,9 +91,56 @@ def _check_view(view: Session | None, stored_len: int, synthetic: int, where: st
         )
 
 
-def _comparison_row(comparison: Any) -> Row:
+class _Stopwatch(BaseSessionService):
+    """Forwards to a store and adds up the CPU time its calls use on this thread.
+
+    The decorator wraps a stopwatch around the store, so that the CPU time the
+    decorator itself uses per call is the thread's CPU time for the whole call
+    minus what was used inside the store. Thread CPU time leaves out waiting
+    (disk, network, the store's worker threads), which makes it steady where
+    wall-clock time on a store that fsyncs or hands work to a thread varies by
+    ±30% from one call to the next and hides a 2% difference.
+    """
+
+    def __init__(self, inner: BaseSessionService) -> None:
+        self.inner = inner
+        self.inside_cpu_ns = 0
+
+    async def create_session(self, **kwargs: Any) -> Session:
+        return await self.inner.create_session(**kwargs)
+
+    async def get_session(self, **kwargs: Any) -> Session | None:
+        start = time.thread_time_ns()
+        try:
+            return await self.inner.get_session(**kwargs)
+        finally:
+            self.inside_cpu_ns += time.thread_time_ns() - start
+
+    async def list_sessions(self, **kwargs: Any) -> ListSessionsResponse:
+        return await self.inner.list_sessions(**kwargs)
+
+    async def delete_session(self, **kwargs: Any) -> None:
+        await self.inner.delete_session(**kwargs)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        start = time.thread_time_ns()
+        try:
+            return await self.inner.append_event(session, event)
+        finally:
+            self.inside_cpu_ns += time.thread_time_ns() - start
+
+    async def own_cpu_ns(self, call: Callable[[], Any]) -> tuple[Any, int]:
+        """Awaits `call()` and returns its result and the CPU time spent outside the store."""
+        self.inside_cpu_ns = 0
+        start = time.thread_time_ns()
+        result = await call()
+        return result, time.thread_time_ns() - start - self.inside_cpu_ns
+
+
+def _comparison_row(comparison: Any, own_cpu_ns: dict[int, int] | None = None) -> Row:
     q1, q3 = comparison.ratio_iqr
-    return {
+    low, high = comparison.ratio_ci95
+    row = {
         "rounds": comparison.rounds,
         "wrapped_ns": comparison.wrapped_median_ns,
         "unwrapped_ns": comparison.unwrapped_median_ns,
@@ -101,7 +148,14 @@ def _comparison_row(comparison: Any) -> Row:
         "ratio": comparison.ratio,
         "ratio_q1": q1,
         "ratio_q3": q3,
+        "ratio_ci_low": low,
+        "ratio_ci_high": high,
     }
+    if own_cpu_ns:
+        cpu = sorted(own_cpu_ns[i] for i in comparison.indices)
+        row["own_cpu_ns"] = float(cpu[len(cpu) // 2])
+        row["cpu_ratio"] = 1 + row["own_cpu_ns"] / comparison.unwrapped_median_ns
+    return row
 
 
 # -- get_session ---------------------------------------------------------------
@@ -116,9 +170,10 @@ READS = ("warm", "cold")
 
 async def bench_get_session(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
     inner = backend.service
+    stopwatch = _Stopwatch(inner)
     services = {
-        "warm": PairingSessionService(inner),
-        "cold": PairingSessionService(inner, analysis_cache_size=0),
+        "warm": PairingSessionService(stopwatch),
+        "cold": PairingSessionService(stopwatch, analysis_cache_size=0),
     }
     rows: list[Row] = []
     for size in settings.sizes:
@@ -138,10 +193,18 @@ async def bench_get_session(backend: Backend, settings: Settings, progress: Call
                     where,
                 )
 
+                own_cpu: dict[int, int] = {}
+
                 async def call_wrapped(
-                    _: int, sid: str = session_id, service: PairingSessionService = wrapped
+                    i: int,
+                    sid: str = session_id,
+                    service: PairingSessionService = wrapped,
+                    own_cpu: dict[int, int] = own_cpu,
                 ) -> object:
-                    return await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+                    view, own_cpu[i] = await stopwatch.own_cpu_ns(
+                        lambda: service.get_session(app_name=APP, user_id=USER, session_id=sid)
+                    )
+                    return view
 
                 async def call_unwrapped(_: int, sid: str = session_id) -> object:
                     return await inner.get_session(app_name=APP, user_id=USER, session_id=sid)
@@ -162,7 +225,7 @@ async def bench_get_session(backend: Backend, settings: Settings, progress: Call
                     "health": health,
                     "read": read,
                     "synthetic": synthetic,
-                    **_comparison_row(comparison),
+                    **_comparison_row(comparison, own_cpu),
                 }
                 if read == "cold":
                     # The floor bounds a walk of every event; a warm read walks none.
@@ -224,8 +287,9 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
     differently for one session's rows (pages, index splits) falls on both
     sides equally.
     """
-    wrapped = PairingSessionService(backend.service)
     inner = backend.service
+    stopwatch = _Stopwatch(inner)
+    wrapped = PairingSessionService(stopwatch)
     rows: list[Row] = []
     cycle = len(TURN_KINDS)
     phase_max = _round_up(max(cycle, settings.max_rounds // 2), cycle)
@@ -253,6 +317,7 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
             del pairs
             held = dict.fromkeys((first_id, second_id), size)
             comparison = Comparison()
+            own_cpu: dict[int, int] = {}
             index = 0
             for view_id, plain_id in ((first_id, second_id), (second_id, first_id)):
                 view = await wrapped.get_session(app_name=APP, user_id=USER, session_id=view_id)
@@ -260,9 +325,15 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
                 _check_view(view, held[view_id], synthetic, where)
 
                 async def call_wrapped(
-                    i: int, v: Session = view, ev: list = wrapped_events
+                    i: int,
+                    v: Session = view,
+                    ev: list = wrapped_events,
+                    own_cpu: dict[int, int] = own_cpu,
                 ) -> object:
-                    return await wrapped.append_event(v, ev[i])
+                    appended, own_cpu[i] = await stopwatch.own_cpu_ns(
+                        lambda: wrapped.append_event(v, ev[i])
+                    )
+                    return appended
 
                 async def call_unwrapped(
                     i: int, s: Session = stored, ev: list = unwrapped_events
@@ -299,7 +370,7 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
                 "size": size,
                 "health": health,
                 "synthetic": synthetic,
-                **_comparison_row(comparison),
+                **_comparison_row(comparison, own_cpu),
                 "ratio_by_kind": {
                     kind: comparison.ratio_where(lambda i, k=k: i % cycle == k)
                     for k, kind in enumerate(TURN_KINDS)

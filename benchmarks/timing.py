@@ -84,6 +84,24 @@ class Comparison:
         return quartiles(chosen)[1]
 
     @property
+    def ratio_ci95(self) -> tuple[float, float]:
+        """A 95% confidence interval for the median ratio (order statistics, no model).
+
+        With n ratios, the median lies between the order statistics
+        n/2 ± 0.98·√n with 95% confidence, whatever their distribution. On a
+        store whose calls vary by ±30% round to round (an fsync, a thread
+        handoff), this is what says whether 1.02 and 1.00 can be told apart.
+        """
+        ordered = sorted(self.ratios)
+        n = len(ordered)
+        if n == 0:
+            return (math.nan, math.nan)
+        half_width = 0.98 * math.sqrt(n)
+        low = max(0, math.floor(n / 2 - half_width))
+        high = min(n - 1, math.ceil(n / 2 + half_width))
+        return (ordered[low], ordered[high])
+
+    @property
     def wrapped_median_ns(self) -> float:
         return quartiles([float(v) for v in self.wrapped_ns])[1]
 
