@@ -158,6 +158,12 @@ def _comparison_row(comparison: Any, own_cpu_ns: dict[int, int] | None = None) -
     return row
 
 
+async def _seeded(backend: Backend, size: int, health: str) -> tuple[str, int]:
+    """A stored session of `size` realistic events; (its id, its unanswered calls)."""
+    events = realistic_history(size, broken=health == "broken")
+    return await backend.seeded_session(APP, USER, events), unanswered_call_count(events)
+
+
 # -- get_session ---------------------------------------------------------------
 
 
@@ -178,11 +184,7 @@ async def bench_get_session(backend: Backend, settings: Settings, progress: Call
     rows: list[Row] = []
     for size in settings.sizes:
         for health in HEALTHS:
-            broken = health == "broken"
-            events = realistic_history(size, broken=broken)
-            synthetic = unanswered_call_count(events)
-            session_id = await backend.seeded_session(APP, USER, events)
-            del events
+            session_id, synthetic = await _seeded(backend, size, health)
             for read, wrapped in services.items():
                 where = f"get_session {backend.name} {size} {health} {read}"
                 # For the warm service this first read is the one it resumes from.
@@ -295,14 +297,8 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
     phase_max = _round_up(max(cycle, settings.max_rounds // 2), cycle)
     for size in settings.append_sizes:
         for health in HEALTHS:
-            broken = health == "broken"
-            history = realistic_history(size, broken=broken)
-            synthetic = unanswered_call_count(history)
-            first_id = await backend.seeded_session(APP, USER, history)
-            second_id = await backend.seeded_session(
-                APP, USER, realistic_history(size, broken=broken)
-            )
-            del history
+            first_id, synthetic = await _seeded(backend, size, health)
+            second_id, _ = await _seeded(backend, size, health)
             where = f"append_event {backend.name} {size} {health}"
             # Seeds are stamped a day back; appends from now on, so stores that
             # order by timestamp read them back in append order.
@@ -598,11 +594,7 @@ async def bench_memory(backend: Backend, settings: Settings, progress: Callable)
     rows: list[Row] = []
     for size in settings.memory_sizes:
         for health in HEALTHS:
-            broken = health == "broken"
-            history = realistic_history(size, broken=broken)
-            synthetic = unanswered_call_count(history)
-            session_id = await backend.seeded_session(APP, USER, history)
-            del history
+            session_id, synthetic = await _seeded(backend, size, health)
             # Warm both paths (imports, prepared statements, pools) untraced.
             await wrapped.get_session(app_name=APP, user_id=USER, session_id=session_id)
             await inner.get_session(app_name=APP, user_id=USER, session_id=session_id)

@@ -27,7 +27,6 @@ from .factory import (
     PAIRING_PREFIX,
     REDIS_SCHEMES,
     create_inner_session_service,
-    decorator_options,
 )
 
 #: Async SQLAlchemy dialect+driver schemes that ``DatabaseSessionService``
@@ -112,7 +111,6 @@ def register_pairing_schemes(
     }
 
     defaults = dict(inner_kwargs or {})
-    options = decorator_options(analysis_cache_size=analysis_cache_size)
 
     def pairing_factory(uri: str, **kwargs: Any) -> BaseSessionService:
         from .service import PairingSessionService
@@ -121,7 +119,7 @@ def register_pairing_schemes(
             create_inner_session_service(uri, **{**defaults, **kwargs}),
             missing_text=missing_text,
             pending_text=pending_text,
-            **options,
+            analysis_cache_size=analysis_cache_size,
         )
 
     registered = sorted(PAIRING_PREFIX + scheme for scheme in inner_schemes)

@@ -185,11 +185,6 @@ class PairingLedger:
         """Event index -> its unanswered calls, in part order (only events that have some)."""
         return OpenCalls(self._open)
 
-    def open_calls_at(self, index: int) -> list[TrackedCall]:
-        """The unanswered calls of the event at `index`, in part order (maybe none)."""
-        slot = self._open.get(index)
-        return list(slot.values()) if slot else []
-
     def observe(self, event: Event, index: int) -> Observation:
         """Records `event` (at `index` in the history) and says what it changed.
 

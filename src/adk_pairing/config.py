@@ -41,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 from .factory import (
     PAIRING_PREFIX,
     create_inner_session_service,
-    decorator_options,
     inner_uri,
     is_pairing_uri,
     mask_secrets,
@@ -340,7 +339,7 @@ def build_session_service(settings: SessionServiceSettings) -> PairingSessionSer
         inner,
         missing_text=settings.missing_text,
         pending_text=settings.pending_text,
-        **decorator_options(analysis_cache_size=settings.analysis_cache_size),
+        analysis_cache_size=settings.analysis_cache_size,
     )
 
 

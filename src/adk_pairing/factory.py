@@ -179,19 +179,8 @@ def create_session_service(
         create_inner_session_service(uri, **inner_kwargs),
         missing_text=missing_text,
         pending_text=pending_text,
-        **decorator_options(analysis_cache_size=analysis_cache_size),
+        analysis_cache_size=analysis_cache_size,
     )
-
-
-def decorator_options(*, analysis_cache_size: int | None) -> dict[str, Any]:
-    """`PairingSessionService` keywords that have a default of their own.
-
-    ``None`` means "not given": the keyword is left out, so the service's
-    default applies (unlike the texts, ``None`` is not a value it accepts).
-    """
-    if analysis_cache_size is None:
-        return {}
-    return {"analysis_cache_size": analysis_cache_size}
 
 
 def _without_agents_dir(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -197,18 +197,6 @@ class RepairedSlot:
         return _EMPTY_EVENT.model_copy(update=fields)
 
 
-def make_synthetic_event(
-    call_event: Event, open_calls: Sequence[TrackedCall], texts: PlaceholderTexts
-) -> Event:
-    """One event answering every unanswered call of `call_event`, in call order."""
-    return RepairedSlot(call_event, open_calls, texts).synthetic_event()
-
-
-def annotate_call_event(call_event: Event, open_calls: Sequence[TrackedCall]) -> Event:
-    """A copy of `call_event` naming its unanswered calls; the original is untouched."""
-    return RepairedSlot(call_event, open_calls, PlaceholderTexts()).annotated_call_event()
-
-
 @dataclass(slots=True)
 class RepairedHistory:
     """A repaired event list and the repair of each call event in it."""

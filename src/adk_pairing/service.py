@@ -158,7 +158,8 @@ class PairingSessionService(BaseSessionService):
       analysis_cache_size: How many sessions' analysis to remember between
         reads (a few hundred bytes each unless calls are open), so that the
         next full read of a session walks only the events appended since.
-        0 walks the whole history on every read.
+        0 walks the whole history on every read; None means the default,
+        `DEFAULT_ANALYSIS_CACHE_SIZE`.
       **inner_kwargs: Passed to the inner service's factory when `uri` is used.
     """
 
@@ -169,7 +170,7 @@ class PairingSessionService(BaseSessionService):
         uri: str | None = None,
         missing_text: str | None = None,
         pending_text: str | None = None,
-        analysis_cache_size: int = DEFAULT_ANALYSIS_CACHE_SIZE,
+        analysis_cache_size: int | None = None,
         **inner_kwargs: Any,
     ) -> None:
         if inner is not None and uri is not None:
@@ -195,6 +196,8 @@ class PairingSessionService(BaseSessionService):
             raise TypeError("The inner service is already a PairingSessionService; wrap it once.")
         if not isinstance(inner, BaseSessionService):
             raise TypeError(f"inner must be an ADK BaseSessionService, got {type(inner).__name__}.")
+        if analysis_cache_size is None:
+            analysis_cache_size = DEFAULT_ANALYSIS_CACHE_SIZE
         if (
             isinstance(analysis_cache_size, bool)
             or not isinstance(analysis_cache_size, int)
@@ -414,7 +417,7 @@ class PairingSessionService(BaseSessionService):
 
     def _open_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
         """Repairs the call event just appended at stored `index` (the view's last event)."""
-        calls = view_state.ledger.open_calls_at(index)
+        calls = view_state.ledger.open_calls[index]  # all of a new event's calls are open
         slot = RepairedSlot(view_state.inner.events[index], calls, self._texts)
         view.events[-1] = slot.annotated_call_event()
         synthetic = slot.synthetic_event()
