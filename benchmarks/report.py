@@ -273,7 +273,7 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         "unwrapped",
         "added",
         "decorator CPU (as a ratio)",
-        "rounds",
+        "rounds (wall / metered)",
     ]
     has_read = any("read" in r for r in rows)
     has_walk = any("walk_ns" in r for r in rows)
@@ -300,7 +300,7 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             f"{format_duration(r['own_cpu_ns'])} ({r['cpu_ratio']:.3f})"
             if "own_cpu_ns" in r
             else "-",
-            str(r["rounds"]),
+            f"{r['rounds']} / {r['metered_rounds']}" if "metered_rounds" in r else str(r["rounds"]),
         ]
         if has_read:
             cells.insert(3, r.get("read", "-"))

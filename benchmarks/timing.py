@@ -74,6 +74,17 @@ class Comparison:
         q1, _, q3 = quartiles(self.ratios)
         return (q1, q3)
 
+    def only(self, keep: Callable[[int], bool]) -> Comparison:
+        """The pairs whose round index passes `keep`."""
+        chosen = [
+            (w, u, i)
+            for w, u, i in zip(self.wrapped_ns, self.unwrapped_ns, self.indices, strict=True)
+            if keep(i)
+        ]
+        return Comparison(
+            [w for w, _, _ in chosen], [u for _, u, _ in chosen], [i for _, _, i in chosen]
+        )
+
     def ratio_where(self, keep: Callable[[int], bool]) -> float:
         """Median ratio over the rounds whose index passes `keep` (e.g. one event kind)."""
         chosen = [

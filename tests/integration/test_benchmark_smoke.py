@@ -114,6 +114,31 @@ def test_every_wrapped_over_unwrapped_ratio_is_finite_and_positive(quick_run):
         assert all(_finite_positive(v) for v in row["ratio_by_kind"].values()), row
 
 
+def test_decorator_cpu_comes_from_metered_rounds_kept_out_of_the_wall_clock_ratio(quick_run):
+    for section in ("get_session", "append_event"):
+        for row in quick_run["results"][section]:
+            label = f"{section} {row['backend']} {row['size']} {row['health']}"
+            assert row["metered_rounds"] >= 1, label
+            assert isinstance(row["own_cpu_ns"], float) and row["own_cpu_ns"] >= 0, label
+            assert _finite_positive(row["cpu_ratio"]), label
+
+
+def test_metered_rounds_are_separate_from_timed_rounds() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from suites import METER_EVERY, is_metered_round, with_metered_rounds
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    for wall in (1, 3, 5, 30):
+        total = with_metered_rounds(wall)
+        # Whatever index the recorded rounds start at, enough are left for the wall clock.
+        for start in range(METER_EVERY):
+            indices = range(start, start + total)
+            assert sum(not is_metered_round(i) for i in indices) >= wall
+    # Every event kind of the four-event append cycle gets metered.
+    assert {i % 4 for i in range(40) if is_metered_round(i)} == {0, 1, 2, 3}
+
+
 def test_broken_histories_are_timed_with_their_synthetic_results_in_the_view(quick_run):
     # The harness refuses to time a view without the expected synthetic events;
     # here we only check it reported some for every broken history.
