@@ -104,8 +104,18 @@ def live_event_mask(events: Sequence[Event]) -> list[bool]:
 
 
 def has_rewind(event: Event) -> bool:
-    """Whether appending `event` can annul earlier events."""
+    """Whether `event` carries a rewind (``actions.rewind_before_invocation_id``)."""
     return bool(event.actions is not None and event.actions.rewind_before_invocation_id)
+
+
+def is_rewind(event: Event) -> bool:
+    """Whether `event` is a rewind as ADK writes one: no content, and a rewind target.
+
+    These are the rewinds a walk honours (see `build_ledger`), so appending
+    any other event never annuls earlier ones. Checking ``actions`` only on
+    content-less events spares reading a cold object for every other event.
+    """
+    return event.content is None and has_rewind(event)
 
 
 class Observation(NamedTuple):
@@ -186,39 +196,85 @@ class PairingLedger:
         return OpenCalls(self._open)
 
     def observe(self, event: Event, index: int) -> Observation:
-        """Records `event` (at `index` in the history) and says what it changed.
+        """Records `event` (at `index` in the history) and says what it changed."""
+        if event.content is None:
+            return _NOTHING_CHANGED
+        settled: list[TrackedCall] = []
+        self.walk((event,), index, settled)
+        opened = index if index in self._open else None
+        if opened is None and not settled:
+            return _NOTHING_CHANGED
+        return Observation(settled, opened)
 
-        One pass over the parts, allocating nothing for an event without calls
-        or responses: this runs for every event the view has not seen before.
+    def walk(
+        self,
+        events: Sequence[Event],
+        start: int,
+        settled: list[TrackedCall] | None = None,
+        *,
+        stop_at_rewind: bool = False,
+    ) -> int | None:
+        """Records `events`, the first at index `start`, and returns None.
+
+        This loop runs once per event of every history the decorator has not
+        seen, so it is written for that: no call per event, nothing allocated
+        for an event without calls, and only the fields the rules need are
+        read (each is a likely cache miss on freshly loaded events). Earlier
+        calls that the events answer are appended to `settled` when given.
+
+        With `stop_at_rewind`, it stops at the first content-less event that
+        carries a rewind and returns that event's index, so the caller can
+        walk again with the rewind applied (ADK writes rewinds without
+        content, see `build_ledger`).
         """
-        content = event.content
-        if content is None:
-            return _NOTHING_CHANGED
-        parts = content.parts
-        if not parts:
-            return _NOTHING_CHANGED
-        settled: list[TrackedCall] | None = None
-        calls_here: list[tuple[int, FunctionCall]] | None = None
-        for part_index, part in enumerate(parts):
-            function_call = part.function_call
-            if function_call is not None:
-                # Registered after the loop: a response never answers a call
-                # in its own event.
-                if calls_here is None:
-                    calls_here = []
-                calls_here.append((part_index, function_call))
-            response = part.function_response
-            if response is not None:
-                call = self._owner_of(response.id, response.name)
-                if call is not None and not call.answered:
-                    self._settle(call)
-                    if settled is None:
-                        settled = []
+        newest_by_id = self._newest_by_id
+        idless_open = self._idless_open
+        open_slots = self._open
+        index = start - 1
+        for event in events:
+            index += 1
+            content = event.content
+            if content is None:
+                if stop_at_rewind and has_rewind(event):
+                    return index
+                continue
+            parts = content.parts
+            if not parts:
+                continue
+            calls_here: list[tuple[int, FunctionCall]] | None = None
+            part_index = -1
+            for part in parts:
+                part_index += 1
+                function_call = part.function_call
+                if function_call is not None:
+                    # Registered after the loop: a response never answers a
+                    # call in its own event.
+                    if calls_here is None:
+                        calls_here = [(part_index, function_call)]
+                    else:
+                        calls_here.append((part_index, function_call))
+                response = part.function_response
+                if response is None:
+                    continue
+                response_id = response.id
+                if response_id:
+                    # Only open calls are indexed, so a hit is always open.
+                    call = newest_by_id.pop(response_id, None)
+                else:
+                    queue = idless_open.get(response.name or "")
+                    call = queue.popleft() if queue else None
+                if call is None:
+                    continue
+                call.answered = True
+                slot = open_slots[call.event_index]
+                del slot[call.part_index]
+                if not slot:
+                    del open_slots[call.event_index]
+                if settled is not None:
                     settled.append(call)
-        if calls_here is not None:
-            self._open_calls_of(event, index, calls_here)
-            return Observation(settled or (), index)
-        return _NOTHING_CHANGED if settled is None else Observation(settled, None)
+            if calls_here is not None:
+                self._open_calls_of(event, index, calls_here)
+        return None
 
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
@@ -247,21 +303,13 @@ class PairingLedger:
         }
         return successor
 
-    def _settle(self, call: TrackedCall) -> None:
-        call.answered = True
-        slot = self._open[call.event_index]
-        del slot[call.part_index]
-        if not slot:
-            del self._open[call.event_index]
-        if call.call_id is not None and self._newest_by_id.get(call.call_id) is call:
-            del self._newest_by_id[call.call_id]
-
     def _open_calls_of(
         self, event: Event, index: int, calls_here: list[tuple[int, FunctionCall]]
     ) -> None:
         held_open_ids = event.long_running_tool_ids or ()
+        newest_by_id = self._newest_by_id
         opened: dict[int, TrackedCall] = {}
-        idless_here: dict[str, deque[TrackedCall]] = {}
+        idless_here: dict[str, deque[TrackedCall]] | None = None
         for part_index, function_call in calls_here:
             name = function_call.name or ""
             call_id = function_call.id or None
@@ -275,20 +323,16 @@ class PairingLedger:
             )
             opened[part_index] = call
             if call_id is not None:
-                self._newest_by_id[call_id] = call
+                newest_by_id[call_id] = call
             else:
+                if idless_here is None:
+                    idless_here = {}
                 idless_here.setdefault(name, deque()).append(call)
         self.calls.extend(opened.values())
         # This event now owns every later id-less response of these names.
-        if idless_here:
+        if idless_here is not None:
             self._idless_open.update(idless_here)
         self._open[index] = opened
-
-    def _owner_of(self, response_id: str | None, name: str | None) -> TrackedCall | None:
-        if response_id:
-            return self._newest_by_id.get(response_id)
-        queue = self._idless_open.get(name or "")
-        return queue.popleft() if queue else None
 
 
 def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
@@ -304,15 +348,25 @@ def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) ->
     """
     ledger = PairingLedger()
     if live is None:
-        for index, event in enumerate(events):
-            if event.content is None and has_rewind(event):
-                return build_ledger(events, live_event_mask(events))
-            ledger.observe(event, index)
-        return ledger
-    for index, event in enumerate(events):
-        if live[index]:
-            ledger.observe(event, index)
+        if ledger.walk(events, 0, stop_at_rewind=True) is None:
+            return ledger
+        return build_ledger(events, live_event_mask(events))
+    for start, stop in _live_runs(live):
+        ledger.walk(events[start:stop], start)
     return ledger
+
+
+def _live_runs(live: Sequence[bool]) -> Iterator[tuple[int, int]]:
+    """The [start, stop) ranges of consecutive live events."""
+    start: int | None = None
+    for index, alive in enumerate(live):
+        if alive and start is None:
+            start = index
+        elif not alive and start is not None:
+            yield start, index
+            start = None
+    if start is not None:
+        yield start, len(live)
 
 
 @dataclass(frozen=True)

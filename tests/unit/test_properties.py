@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import analyze, is_synthetic, repaired_events
+from adk_pairing.analysis import PairingLedger, TrackedCall, _live_runs, build_ledger
 from adk_pairing.checks import anthropic_pairing_violations
 
 from .events import AGENT, call, model_event, response, response_event, user_text
@@ -200,3 +201,39 @@ def test_guard_adk_request_from_an_unrepaired_history_can_violate_the_rule(late:
         events.append(response_event([response("other")], author="user"))
     assert anthropic_pairing_violations(adk_request_contents(events))
     assert anthropic_pairing_violations(adk_request_contents(repaired_events(events))) == []
+
+
+def _statuses(ledger: PairingLedger) -> list[tuple[int, int, str | None, str]]:
+    return [(c.event_index, c.part_index, c.call_id, c.status.value) for c in ledger.calls]
+
+
+@common
+@given(late_turn_lists)
+def test_walking_a_history_in_one_pass_equals_observing_it_event_by_event(
+    turns: list[PlannedTurn],
+) -> None:
+    """`build_ledger`'s one-pass walk and the per-append `observe` apply the same rules."""
+    events = build_history(turns)
+    stepwise = PairingLedger()
+    for index, event in enumerate(events):
+        stepwise.observe(event, index)
+    walked = build_ledger(events)
+    assert _statuses(walked) == _statuses(stepwise)
+    assert {i: _statuses_of(walked.open_calls[i]) for i in walked.open_calls} == {
+        i: _statuses_of(stepwise.open_calls[i]) for i in stepwise.open_calls
+    }
+
+
+def _statuses_of(calls: list[TrackedCall]) -> list[tuple[int, str | None, str]]:
+    return [(c.part_index, c.call_id, c.status.value) for c in calls]
+
+
+@given(st.lists(st.booleans(), max_size=30))
+def test_live_runs_cover_exactly_the_live_events(live: list[bool]) -> None:
+    covered = [False] * len(live)
+    previous_stop = -1
+    for start, stop in _live_runs(live):
+        assert previous_stop < start < stop  # ordered, non-empty, never adjacent
+        covered[start:stop] = [True] * (stop - start)
+        previous_stop = stop
+    assert covered == live
