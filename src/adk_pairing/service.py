@@ -31,7 +31,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from .analysis import CallStatus, PairingLedger, build_ledger, has_rewind
+from .analysis import CallStatus, PairingLedger, build_ledger, is_rewind
 from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
 
 logger = logging.getLogger("adk_pairing")
@@ -107,7 +107,7 @@ class _Analysed:
         ):
             return None
         new_events = events[count:]
-        if any(has_rewind(event) for event in new_events):
+        if any(is_rewind(event) for event in new_events):
             return None  # it can annul events already walked
         ledger = self.ledger.carry_forward()
         for offset, event in enumerate(new_events):
@@ -389,7 +389,7 @@ class PairingSessionService(BaseSessionService):
         if (
             ledger is None
             or len(inner_events) < stored_before
-            or any(has_rewind(e) for e in new_events)
+            or any(is_rewind(e) for e in new_events)
         ):
             self._rebuild(view, view_state)
             return
@@ -488,13 +488,20 @@ def _view_state_of(session: Session) -> _ViewState | None:
 
 
 def _mirror_fields(view: Session, stored: Session) -> None:
-    """Keeps state, update time and the storage revision marker in step."""
-    view.state = stored.state
+    """Keeps state, update time and the storage revision marker in step.
+
+    Runs on every append, so it assigns only what changed: each assignment
+    goes through pydantic's ``__setattr__``. The state is usually the very
+    dict the inner service updates in place.
+    """
+    if view.state is not stored.state:
+        view.state = stored.state
     view.last_update_time = stored.last_update_time
     if _HAS_STORAGE_MARKER:
-        # Direct read for the same reason as in `_view_state_of`.
-        private = stored.__pydantic_private__
-        view._storage_update_marker = private.get("_storage_update_marker") if private else None
+        # Direct reads for the same reason as in `_view_state_of`.
+        marker = (stored.__pydantic_private__ or {}).get("_storage_update_marker")
+        if marker is not (view.__pydantic_private__ or {}).get("_storage_update_marker"):
+            view._storage_update_marker = marker
 
 
 def _cache_key(session: Session) -> tuple[str, str, str]:

@@ -6,6 +6,7 @@ from google.adk.events.event import Event
 
 from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repaired_events
 from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.repair import _clone, synthetic_event_id
 
 from .events import AGENT, call, model_event, response, response_event, user_text
 
@@ -62,6 +63,20 @@ def test_synthetic_event_id_is_deterministic_for_the_same_history() -> None:
     events = [user_text(), model_event([call("c1")])]
     assert repaired_events(events)[2].id == repaired_events(events)[2].id
     assert repaired_events(events)[2].id != events[1].id
+
+
+def test_synthetic_event_id_names_its_call_event() -> None:
+    call_event = model_event([call("c1")])
+    assert synthetic_event_id(call_event) == "adk-pairing-" + call_event.id
+
+
+def test_call_events_without_an_id_still_get_distinct_deterministic_ids() -> None:
+    first, second = model_event([call("c1")]), model_event([call("c2")])
+    first.id = second.id = ""
+    ids = {synthetic_event_id(first), synthetic_event_id(second)}
+    assert len(ids) == 2
+    assert all(i.startswith("adk-pairing-") and len(i) > len("adk-pairing-") for i in ids)
+    assert synthetic_event_id(first) == synthetic_event_id(first)
 
 
 def test_metadata_marks_the_synthetic_event_and_its_status() -> None:
@@ -147,6 +162,30 @@ def test_synthetic_event_built_unvalidated_equals_what_validation_would_build() 
     assert (
         validated.content.parts[0].function_response == synthetic.content.parts[0].function_response
     )
+
+
+def test_clone_equals_pydantic_model_copy_and_shares_no_container() -> None:
+    source = model_event([call("c1")], long_running=["c1"], branch="a.b")
+    source.custom_metadata = {"k": "v"}
+    update = {"custom_metadata": {"other": 1}, "branch": "c"}
+    cloned, copied = _clone(source, update), source.model_copy(update=update)
+    assert cloned == copied
+    assert cloned.model_fields_set == copied.model_fields_set
+    assert cloned.model_dump_json() == copied.model_dump_json()
+    assert cloned.__pydantic_private__ == copied.__pydantic_private__
+    assert cloned.__pydantic_extra__ == copied.__pydantic_extra__
+    # Like model_copy: a new field dict and marker set, untouched source.
+    assert cloned.__dict__ is not source.__dict__
+    assert cloned.model_fields_set is not source.model_fields_set
+    assert source.custom_metadata == {"k": "v"} and source.branch == "a.b"
+
+
+def test_synthetic_event_copies_node_info_instead_of_sharing_it() -> None:
+    call_event = model_event([call("c1")])
+    call_event.node_info.path = "wf/node@1"
+    synthetic = repaired_events([call_event])[1]
+    synthetic.node_info.path = "changed"
+    assert call_event.node_info.path == "wf/node@1"
 
 
 def test_every_synthetic_event_has_its_own_actions() -> None:

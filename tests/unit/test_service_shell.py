@@ -122,6 +122,26 @@ async def test_rewind_appended_through_the_view_rebuilds_it() -> None:
     assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
 
 
+async def test_rewind_marker_on_an_event_with_content_is_treated_as_a_fresh_read_treats_it() -> (
+    None
+):
+    """Only content-less rewinds (as ADK writes them) annul events, on append as on read."""
+    from google.adk.events.event_actions import EventActions
+
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    for event in [
+        model_event([call("c1")], invocation_id="inv-1"),
+        response_event([response("c1")], invocation_id="inv-2"),
+    ]:
+        await service.append_event(view, event)
+    odd = user_text("rewind with text", invocation_id="inv-3")
+    odd.actions = EventActions(rewind_before_invocation_id="inv-2")
+    await service.append_event(view, odd)
+    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+    assert not any(is_synthetic(e) for e in view.events)
+
+
 async def test_missing_call_is_logged_once_per_process_and_pending_calls_stay_quiet(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
