@@ -106,10 +106,9 @@ async def test_session_config_window_still_gets_a_repaired_view() -> None:
     assert [is_synthetic(e) for e in window.events] == [False, True, False, False]
 
 
-async def test_rewind_appended_through_the_view_rebuilds_it() -> None:
-    from .events import rewind_event
-
-    service = PairingSessionService(InMemorySessionService())
+async def _view_with_a_call_answered_in_a_later_invocation(
+    service: PairingSessionService,
+) -> PairedSession:
     view = await service.create_session(app_name=APP, user_id=USER)
     for event in [
         model_event([call("c1")], invocation_id="inv-1"),
@@ -117,29 +116,30 @@ async def test_rewind_appended_through_the_view_rebuilds_it() -> None:
     ]:
         await service.append_event(view, event)
     assert not any(is_synthetic(e) for e in view.events)
+    return view
+
+
+async def test_rewind_appended_through_the_view_rebuilds_it() -> None:
+    from .events import rewind_event
+
+    service = PairingSessionService(InMemorySessionService())
+    view = await _view_with_a_call_answered_in_a_later_invocation(service)
     await service.append_event(view, rewind_event("inv-2"))
     assert any(is_synthetic(e) for e in view.events)
     assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
 
 
-async def test_rewind_marker_on_an_event_with_content_is_treated_as_a_fresh_read_treats_it() -> (
-    None
-):
+async def test_rewind_marker_on_an_event_with_content_annuls_nothing_on_append_or_read() -> None:
     """Only content-less rewinds (as ADK writes them) annul events, on append as on read."""
     from google.adk.events.event_actions import EventActions
 
     service = PairingSessionService(InMemorySessionService())
-    view = await service.create_session(app_name=APP, user_id=USER)
-    for event in [
-        model_event([call("c1")], invocation_id="inv-1"),
-        response_event([response("c1")], invocation_id="inv-2"),
-    ]:
-        await service.append_event(view, event)
+    view = await _view_with_a_call_answered_in_a_later_invocation(service)
     odd = user_text("rewind with text", invocation_id="inv-3")
     odd.actions = EventActions(rewind_before_invocation_id="inv-2")
     await service.append_event(view, odd)
-    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
     assert not any(is_synthetic(e) for e in view.events)
+    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
 
 
 async def test_missing_call_is_logged_once_per_process_and_pending_calls_stay_quiet(
