@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo services test lint bench
+.PHONY: install demo services test lint bench profile
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,3 +34,7 @@ test: install services
 
 bench: install services
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# pyinstrument call trees of the paths behind the targets RESULTS.md reports missed.
+profile: install
+	$(BIN)/python benchmarks/profile_misses.py $(PROFILE_ARGS)
