@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events.event import Event
 
-from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repaired_events
+from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repair, repaired_events
 from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.repair import _clone, synthetic_event_id
+from adk_pairing.repair import _direct_clone, synthetic_event_id
 
 from .events import AGENT, call, model_event, response, response_event, user_text
 
@@ -168,7 +169,7 @@ def test_clone_equals_pydantic_model_copy_and_shares_no_container() -> None:
     source = model_event([call("c1")], long_running=["c1"], branch="a.b")
     source.custom_metadata = {"k": "v"}
     update = {"custom_metadata": {"other": 1}, "branch": "c"}
-    cloned, copied = _clone(source, update), source.model_copy(update=update)
+    cloned, copied = _direct_clone(source, update), source.model_copy(update=update)
     assert cloned == copied
     assert cloned.model_fields_set == copied.model_fields_set
     assert cloned.model_dump_json() == copied.model_dump_json()
@@ -178,6 +179,29 @@ def test_clone_equals_pydantic_model_copy_and_shares_no_container() -> None:
     assert cloned.__dict__ is not source.__dict__
     assert cloned.model_fields_set is not source.model_fields_set
     assert source.custom_metadata == {"k": "v"} and source.branch == "a.b"
+
+
+def test_direct_clone_is_in_use_with_the_installed_pydantic() -> None:
+    # If this fails, views still work (through model_copy) but appends got slower.
+    assert repair._clone is _direct_clone
+
+
+def test_a_clone_that_stops_matching_model_copy_falls_back_to_model_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def drops_fields_set(template, update):  # what a pydantic change could cause
+        clone = _direct_clone(template, update)
+        object.__setattr__(clone, "__pydantic_fields_set__", set())
+        return clone
+
+    monkeypatch.setattr(repair, "_direct_clone", drops_fields_set)
+    assert repair._choose_clone() is repair._model_copy
+
+    def raises(template, update):
+        raise AttributeError("__pydantic_private__")
+
+    monkeypatch.setattr(repair, "_direct_clone", raises)
+    assert repair._choose_clone() is repair._model_copy
 
 
 def test_synthetic_event_copies_node_info_instead_of_sharing_it() -> None:
