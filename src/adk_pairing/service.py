@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 from google.adk.events.event import Event
@@ -32,12 +31,10 @@ from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
 from .analysis import CallStatus, PairingLedger, build_ledger, is_rewind
+from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
 
 logger = logging.getLogger("adk_pairing")
-
-#: Sessions whose analysis `PairingSessionService` remembers by default.
-DEFAULT_ANALYSIS_CACHE_SIZE = 4096
 
 _HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 
@@ -65,54 +62,6 @@ class _ViewState:
         self.shown = {
             index: repaired.events[index + rank + 1] for rank, index in enumerate(self.slot_order)
         }
-
-
-@dataclass(frozen=True, slots=True)
-class _Analysed:
-    """How far a session's history was analysed, to resume from on its next read.
-
-    ADK's stores only ever append to a session's history, so a later full read
-    that still has the same first event, the same event at the old end and the
-    same call events where the open calls were is the old history plus new
-    events: only those need walking.
-    """
-
-    event_count: int
-    first_event_id: str
-    last_event_id: str
-    open_event_ids: tuple[tuple[int, str], ...]
-    #: Never mutated: every read continues from a `carry_forward` copy.
-    ledger: PairingLedger
-
-    @classmethod
-    def of(cls, events: list[Event], ledger: PairingLedger) -> _Analysed | None:
-        if not events or not events[0].id or not events[-1].id:
-            return None
-        return cls(
-            len(events),
-            events[0].id,
-            events[-1].id,
-            tuple((index, events[index].id) for index in ledger.open_calls),
-            ledger.carry_forward(),
-        )
-
-    def resume(self, events: list[Event]) -> PairingLedger | None:
-        """A ledger over `events`, or None when they are not this history grown."""
-        count = self.event_count
-        if (
-            len(events) < count
-            or events[0].id != self.first_event_id
-            or events[count - 1].id != self.last_event_id
-            or any(events[index].id != event_id for index, event_id in self.open_event_ids)
-        ):
-            return None
-        new_events = events[count:]
-        if any(is_rewind(event) for event in new_events):
-            return None  # it can annul events already walked
-        ledger = self.ledger.carry_forward()
-        for offset, event in enumerate(new_events):
-            ledger.observe(event, count + offset)
-        return ledger
 
 
 class PairedSession(Session):
@@ -208,8 +157,7 @@ class PairingSessionService(BaseSessionService):
                 f"cache off), got {analysis_cache_size!r}."
             )
         self._inner = inner
-        self._analysis_cache_size = analysis_cache_size
-        self._analysed: OrderedDict[tuple[str, str, str], _Analysed] = OrderedDict()
+        self._analysis_cache = AnalysisCache(analysis_cache_size)
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
             missing=missing_text if missing_text is not None else defaults.missing,
@@ -225,6 +173,11 @@ class PairingSessionService(BaseSessionService):
     def texts(self) -> PlaceholderTexts:
         return self._texts
 
+    @property
+    def analysis_cache_size(self) -> int:
+        """How many sessions' analysis this service remembers between reads (0: none)."""
+        return self._analysis_cache.size
+
     # -- sessions -----------------------------------------------------------
 
     async def create_session(
@@ -238,7 +191,7 @@ class PairingSessionService(BaseSessionService):
         session = await self._inner.create_session(
             app_name=app_name, user_id=user_id, state=state, session_id=session_id
         )
-        self._analysed.pop(_cache_key(session), None)
+        self._analysis_cache.forget(_cache_key(session))
         return self._view_or_stored(session)
 
     async def get_session(
@@ -253,7 +206,7 @@ class PairingSessionService(BaseSessionService):
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
         if session is None:
-            self._analysed.pop((app_name, user_id, session_id), None)
+            self._analysis_cache.forget((app_name, user_id, session_id))
             return None
         full_read = config is None or (
             config.num_recent_events is None and config.after_timestamp is None
@@ -266,7 +219,7 @@ class PairingSessionService(BaseSessionService):
         return await self._inner.list_sessions(app_name=app_name, user_id=user_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        self._analysed.pop((app_name, user_id, session_id), None)
+        self._analysis_cache.forget((app_name, user_id, session_id))
         await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -336,7 +289,7 @@ class PairingSessionService(BaseSessionService):
                 "adk-pairing could not repair session %s; returning it as stored",
                 _session_key(stored),
             )
-            self._analysed.pop(_cache_key(stored), None)
+            self._analysis_cache.forget(_cache_key(stored))
             return stored
 
     def _ledger_for(self, stored: Session, *, full_read: bool) -> PairingLedger:
@@ -345,23 +298,9 @@ class PairingSessionService(BaseSessionService):
         Only a full read (no window) is resumed from, or remembered: a window
         is not a prefix of the history the next full read returns.
         """
-        events = stored.events
-        if not full_read or self._analysis_cache_size == 0:
-            return build_ledger(events)
-        key = _cache_key(stored)
-        analysed = self._analysed.get(key)
-        resumed = analysed.resume(events) if analysed is not None else None
-        ledger = resumed if resumed is not None else build_ledger(events)
-        if resumed is None or analysed.event_count != len(events):
-            analysed = _Analysed.of(events, ledger)
-        if analysed is None:
-            self._analysed.pop(key, None)
-            return ledger
-        self._analysed[key] = analysed
-        self._analysed.move_to_end(key)
-        if len(self._analysed) > self._analysis_cache_size:
-            self._analysed.popitem(last=False)
-        return ledger
+        if not full_read:
+            return build_ledger(stored.events)
+        return self._analysis_cache.ledger_for(_cache_key(stored), stored.events)
 
     def _build_view(self, stored: Session, ledger: PairingLedger) -> PairedSession:
         repaired = repair_history(stored.events, ledger, self._texts)
@@ -504,7 +443,7 @@ def _mirror_fields(view: Session, stored: Session) -> None:
             view._storage_update_marker = marker
 
 
-def _cache_key(session: Session) -> tuple[str, str, str]:
+def _cache_key(session: Session) -> SessionKey:
     return (session.app_name, session.user_id, session.id)
 
 

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PairingSessionService, is_synthetic
+from adk_pairing import analysis_cache as analysis_cache_module
 from adk_pairing import service as service_module
 from adk_pairing.analysis import PairingLedger, build_ledger
 
@@ -71,7 +72,7 @@ def test_reused_id_answered_before_the_carry_does_not_reach_back_to_an_older_ope
 
 
 async def _pair(
-    cache_size: int = service_module.DEFAULT_ANALYSIS_CACHE_SIZE,
+    cache_size: int = analysis_cache_module.DEFAULT_ANALYSIS_CACHE_SIZE,
 ) -> tuple[InMemorySessionService, PairingSessionService, PairingSessionService]:
     inner = InMemorySessionService()
     return (
@@ -146,13 +147,13 @@ async def test_warm_read_walks_only_the_events_appended_since(
     await fresh(cached, session.id)
 
     observed: list[int] = []
-    original = PairingLedger.observe
+    original = PairingLedger.walk
 
-    def counting(self: PairingLedger, event: Event, index: int) -> Any:
-        observed.append(index)
-        return original(self, event, index)
+    def counting(self: PairingLedger, events: Any, start: int, *args: Any, **kw: Any) -> Any:
+        observed.extend(range(start, start + len(events)))
+        return original(self, events, start, *args, **kw)
 
-    monkeypatch.setattr(PairingLedger, "observe", counting)
+    monkeypatch.setattr(PairingLedger, "walk", counting)
     await fresh(cached, session.id)
     assert observed == []
     await _append_stored(inner, session.id, response_event([response("c24")]))
@@ -237,7 +238,7 @@ async def test_appends_through_a_view_never_change_what_the_cache_remembers() ->
     await _append_stored(inner, session.id, model_event([call("c1"), call("c2")]))
     await fresh(cached, session.id)
     view = await fresh(cached, session.id)  # resumed from the remembered analysis
-    remembered = next(iter(cached._analysed.values())).ledger
+    remembered = next(iter(cached._analysis_cache._entries.values())).ledger
     before = open_call_summary(remembered)
     await cached.append_event(view, response_event([response("c1")]))
     await cached.append_event(view, model_event([call("c3")]))
@@ -273,7 +274,9 @@ def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         walks.append(len(events))
         return original(events, *args)
 
+    # The decorator walks windows itself and full reads through its cache.
     monkeypatch.setattr(service_module, "build_ledger", counting)
+    monkeypatch.setattr(analysis_cache_module, "build_ledger", counting)
     return walks
 
 

@@ -13,7 +13,7 @@ import pytest
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 
 from adk_pairing import ConfigError, PairingSessionService, load_config, load_session_service
-from adk_pairing.service import DEFAULT_ANALYSIS_CACHE_SIZE
+from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
 
 SECRET = "Pa55-w0rd-xyz"
 
@@ -154,7 +154,7 @@ def test_yaml_analysis_cache_size_reaches_the_built_service(tmp_path, size):
     )
 
     assert load_config(path, environ={}).analysis_cache_size == size
-    assert load_session_service(path, environ={})._analysis_cache_size == size
+    assert load_session_service(path, environ={}).analysis_cache_size == size
 
 
 def test_toml_analysis_cache_size_reaches_the_built_service(tmp_path):
@@ -170,7 +170,7 @@ def test_toml_analysis_cache_size_reaches_the_built_service(tmp_path):
         """,
     )
 
-    assert load_session_service(path, environ={})._analysis_cache_size == 0
+    assert load_session_service(path, environ={}).analysis_cache_size == 0
 
 
 @pytest.mark.parametrize("pairing_block", ["", "\n  pairing: {missing_text: lost}"])
@@ -181,7 +181,7 @@ def test_config_without_analysis_cache_size_builds_a_service_with_the_default(
     path.write_text(f"session_service:\n  uri: pairing+memory://{pairing_block}\n")
 
     assert load_config(path, environ={}).analysis_cache_size is None
-    assert load_session_service(path, environ={})._analysis_cache_size == (
+    assert load_session_service(path, environ={}).analysis_cache_size == (
         DEFAULT_ANALYSIS_CACHE_SIZE
     )
 

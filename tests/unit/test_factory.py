@@ -29,8 +29,8 @@ from adk_pairing import (
     register_pairing_schemes,
 )
 from adk_pairing.adk_services import SQLALCHEMY_ASYNC_SCHEMES
+from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
 from adk_pairing.factory import create_inner_session_service, mask_secrets
-from adk_pairing.service import DEFAULT_ANALYSIS_CACHE_SIZE
 
 SECRET = "s3cr3t-Pa55"
 
@@ -128,14 +128,14 @@ def test_create_session_service_applies_placeholder_texts():
 def test_create_session_service_passes_analysis_cache_size_to_the_service(size):
     service = create_session_service("pairing+memory://", analysis_cache_size=size)
 
-    assert service._analysis_cache_size == size
+    assert service.analysis_cache_size == size
 
 
 def test_create_session_service_without_analysis_cache_size_keeps_the_service_default():
     assert DEFAULT_ANALYSIS_CACHE_SIZE != 0
     service = create_session_service("pairing+memory://")
 
-    assert service._analysis_cache_size == DEFAULT_ANALYSIS_CACHE_SIZE
+    assert service.analysis_cache_size == DEFAULT_ANALYSIS_CACHE_SIZE
 
 
 def test_create_session_service_refuses_a_negative_analysis_cache_size():
@@ -310,7 +310,7 @@ def test_registered_scheme_builds_pairing_service_with_the_given_analysis_cache_
     service = registry.create_session_service("pairing+memory://")
 
     assert isinstance(service, PairingSessionService)
-    assert service._analysis_cache_size == size
+    assert service.analysis_cache_size == size
 
 
 def test_registered_scheme_without_analysis_cache_size_keeps_the_service_default():
@@ -319,7 +319,7 @@ def test_registered_scheme_without_analysis_cache_size_keeps_the_service_default
 
     service = registry.create_session_service("pairing+memory://")
 
-    assert service._analysis_cache_size == DEFAULT_ANALYSIS_CACHE_SIZE
+    assert service.analysis_cache_size == DEFAULT_ANALYSIS_CACHE_SIZE
 
 
 def test_registering_twice_does_not_register_pairing_of_pairing():

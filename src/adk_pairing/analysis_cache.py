@@ -1,0 +1,106 @@
+"""Remembering how far each session's history was analysed, between reads.
+
+ADK's stores only ever append to a session's history. So when a session is
+read again, the history is the one analysed last time plus new events, and
+only those need walking: the decorator's cost per read stops growing with the
+history. This module holds that memory. Like the core it never awaits and
+never touches a store; the decorator asks it for a ledger on every full read.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from google.adk.events.event import Event
+
+from .analysis import PairingLedger, build_ledger, is_rewind
+
+#: Sessions whose analysis `PairingSessionService` remembers by default.
+DEFAULT_ANALYSIS_CACHE_SIZE = 4096
+
+#: (app name, user id, session id).
+SessionKey = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Analysed:
+    """How far a session's history was analysed, to resume from on its next read.
+
+    A later full read that still has the same first event, the same event at
+    the old end and the same call events where the open calls were is the old
+    history plus new events: only those need walking.
+    """
+
+    event_count: int
+    first_event_id: str
+    last_event_id: str
+    open_event_ids: tuple[tuple[int, str], ...]
+    #: Never mutated: every read continues from a `carry_forward` copy.
+    ledger: PairingLedger
+
+    @classmethod
+    def of(cls, events: list[Event], ledger: PairingLedger) -> _Analysed | None:
+        if not events or not events[0].id or not events[-1].id:
+            return None
+        return cls(
+            len(events),
+            events[0].id,
+            events[-1].id,
+            tuple((index, events[index].id) for index in ledger.open_calls),
+            ledger.carry_forward(),
+        )
+
+    def resume(self, events: list[Event]) -> PairingLedger | None:
+        """A ledger over `events`, or None when they are not this history grown."""
+        count = self.event_count
+        if (
+            len(events) < count
+            or events[0].id != self.first_event_id
+            or events[count - 1].id != self.last_event_id
+            or any(events[index].id != event_id for index, event_id in self.open_event_ids)
+        ):
+            return None
+        new_events = events[count:]
+        if any(is_rewind(event) for event in new_events):
+            return None  # it can annul events already walked
+        ledger = self.ledger.carry_forward()
+        ledger.walk(new_events, count)
+        return ledger
+
+
+class AnalysisCache:
+    """The analysis of the `size` most recently read sessions (LRU).
+
+    An entry holds a few ids and copies of the session's open calls: about a
+    kilobyte for a healthy session. Size 0 remembers nothing.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[SessionKey, _Analysed] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def ledger_for(self, key: SessionKey, events: list[Event]) -> PairingLedger:
+        """The ledger of `events`, the whole history of session `key`, walking only what is new."""
+        if self.size == 0:
+            return build_ledger(events)
+        analysed = self._entries.get(key)
+        resumed = analysed.resume(events) if analysed is not None else None
+        ledger = resumed if resumed is not None else build_ledger(events)
+        if resumed is None or analysed.event_count != len(events):
+            analysed = _Analysed.of(events, ledger)
+        if analysed is None:
+            self._entries.pop(key, None)
+            return ledger
+        self._entries[key] = analysed
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return ledger
+
+    def forget(self, key: SessionKey) -> None:
+        """Drops what is remembered of session `key` (created, deleted, unreadable)."""
+        self._entries.pop(key, None)
