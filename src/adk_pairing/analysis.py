@@ -214,7 +214,7 @@ class PairingLedger:
         *,
         stop_at_rewind: bool = False,
     ) -> int | None:
-        """Records `events`, the first at index `start`, and returns None.
+        """Records `events`, the first at index `start`; returns None when all are recorded.
 
         This loop runs once per event of every history the decorator has not
         seen, so it is written for that: no call per event, nothing allocated
