@@ -321,20 +321,18 @@ class PairingSessionService(BaseSessionService):
 
     def _catch_up(self, view: PairedSession, view_state: _ViewState, stored_before: int) -> None:
         inner_events = view_state.inner.events
-        new_events = inner_events[stored_before:]
-        if not new_events and len(inner_events) == stored_before:
+        stored_now = len(inner_events)
+        if stored_now == stored_before:
             return
         ledger = view_state.ledger
-        if (
-            ledger is None
-            or len(inner_events) < stored_before
-            or any(is_rewind(e) for e in new_events)
-        ):
+        new_events = inner_events[stored_before:]
+        if ledger is None or stored_now < stored_before or _holds_a_rewind(new_events):
             self._rebuild(view, view_state)
             return
-        for offset, event in enumerate(new_events):
-            index = stored_before + offset
-            view.events.append(event)
+        view_events = view.events
+        index = stored_before
+        for event in new_events:
+            view_events.append(event)
             settled, opened = ledger.observe(event, index)
             if settled:
                 touched: dict[int, None] = {}
@@ -345,6 +343,7 @@ class PairingSessionService(BaseSessionService):
                     self._refresh_slot(view, view_state, call_index)
             if opened is not None:
                 self._open_slot(view, view_state, opened)
+            index += 1
 
     def _rebuild(self, view: PairedSession, view_state: _ViewState) -> None:
         events = view_state.inner.events
@@ -407,6 +406,10 @@ class PairingSessionService(BaseSessionService):
                     )
 
 
+def _holds_a_rewind(events: list[Event]) -> bool:
+    return any(map(is_rewind, events))  # map: no generator frame per append
+
+
 def _rfind_identity(events: list[Event], target: Event) -> int:
     for position in range(len(events) - 1, -1, -1):
         if events[position] is target:
@@ -435,7 +438,9 @@ def _mirror_fields(view: Session, stored: Session) -> None:
     """
     if view.state is not stored.state:
         view.state = stored.state
-    view.last_update_time = stored.last_update_time
+    # Straight into the field values: the field is already marked set (the
+    # view is built with it), and pydantic's __setattr__ adds two frames.
+    view.__dict__["last_update_time"] = stored.last_update_time
     if _HAS_STORAGE_MARKER:
         # Direct reads for the same reason as in `_view_state_of`.
         marker = (stored.__pydantic_private__ or {}).get("_storage_update_marker")
