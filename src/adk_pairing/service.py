@@ -105,7 +105,7 @@ class PairingSessionService(BaseSessionService):
       missing_text: What the model reads for a call with no recorded result.
       pending_text: What the model reads for a call ADK still holds open.
       analysis_cache_size: How many sessions' analysis to remember between
-        reads (a few hundred bytes each unless calls are open), so that the
+        reads (about 1 kB each unless calls are open), so that the
         next full read of a session walks only the events appended since.
         0 walks the whole history on every read; None means the default,
         `DEFAULT_ANALYSIS_CACHE_SIZE`.
