@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
-from .analysis import PairingLedger, build_ledger, is_rewind
+from .analysis import PairingLedger, build_ledger
 
 #: Sessions whose analysis `PairingSessionService` remembers by default.
 DEFAULT_ANALYSIS_CACHE_SIZE = 4096
@@ -61,11 +61,9 @@ class _Analysed:
             or any(events[index].id != event_id for index, event_id in self.open_event_ids)
         ):
             return None
-        new_events = events[count:]
-        if any(is_rewind(event) for event in new_events):
-            return None  # it can annul events already walked
         ledger = self.ledger.carry_forward()
-        ledger.walk(new_events, count)
+        if ledger.walk(events[count:], count, stop_at_rewind=True) is not None:
+            return None  # a rewind can annul events already walked
         return ledger
 
 

@@ -197,12 +197,15 @@ class RepairedSlot:
         "_pending",
         "_synthetic_id",
         "call_event",
+        "synthetic",
     )
 
     def __init__(
         self, call_event: Event, open_calls: Iterable[TrackedCall], texts: PlaceholderTexts
     ) -> None:
         self.call_event = call_event
+        #: The synthetic event `render` built last: the one a view now holds.
+        self.synthetic: Event | None = None
         self._synthetic_id = synthetic_event_id(call_event)
         self._parts: dict[int, types.Part] = {}
         self._entries: dict[int, dict[str, str | None]] = {}
@@ -229,6 +232,11 @@ class RepairedSlot:
         self._entries.pop(part_index, None)
         self._pending.pop(part_index, None)
         self._missing.pop(part_index, None)
+
+    def render(self) -> tuple[Event, Event]:
+        """The annotated call event and the synthetic event to place after it."""
+        self.synthetic = self.synthetic_event()
+        return self.annotated_call_event(), self.synthetic
 
     def annotated_call_event(self) -> Event:
         """A copy of the call event naming its unanswered calls; the original is untouched."""
@@ -302,8 +310,7 @@ def repair_history(
     for index in sorted(open_calls):
         result.extend(events[start:index])
         slot = slots[index] = RepairedSlot(events[index], open_calls[index], texts)
-        result.append(slot.annotated_call_event())
-        result.append(slot.synthetic_event())
+        result.extend(slot.render())
         start = index + 1
     result.extend(events[start:])
     return RepairedHistory(result, slots)

@@ -42,15 +42,14 @@ _HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class _ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("inner", "ledger", "shown", "slot_order", "slots")
+    __slots__ = ("inner", "ledger", "slot_order", "slots")
 
     def __init__(self, inner: Session, ledger: PairingLedger | None) -> None:
         self.inner = inner
         self.ledger = ledger
-        # Stored-event index -> the repair of that call event, while it has open calls.
+        # Stored-event index -> the repair of that call event, while it has
+        # open calls; each slot knows the synthetic event it placed.
         self.slots: dict[int, RepairedSlot] = {}
-        # Stored-event index -> the synthetic event now placed after it.
-        self.shown: dict[int, Event] = {}
         # The keys of `slots`, sorted: how many synthetic events precede a
         # stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
@@ -58,10 +57,6 @@ class _ViewState:
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
-        # Each earlier slot adds one event, so stored index i sits at i + rank.
-        self.shown = {
-            index: repaired.events[index + rank + 1] for rank, index in enumerate(self.slot_order)
-        }
 
 
 class PairedSession(Session):
@@ -357,17 +352,15 @@ class PairingSessionService(BaseSessionService):
         """Repairs the call event just appended at stored `index` (the view's last event)."""
         calls = view_state.ledger.open_calls[index]  # all of a new event's calls are open
         slot = RepairedSlot(view_state.inner.events[index], calls, self._texts)
-        view.events[-1] = slot.annotated_call_event()
-        synthetic = slot.synthetic_event()
+        view.events[-1], synthetic = slot.render()
         view.events.append(synthetic)
         view_state.slots[index] = slot
-        view_state.shown[index] = synthetic
         view_state.slot_order.append(index)  # the newest index is the largest
 
     def _refresh_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
         """Re-renders the call event at stored `index` after some of its calls were answered."""
         slot = view_state.slots[index]
-        previous = view_state.shown[index]
+        previous = slot.synthetic
         # Stored index i sits at i + (synthetic events before it) in the view,
         # and its synthetic event right after. Searching the view for it instead
         # costs O(history) per answer: quadratic over a long run of open calls.
@@ -376,16 +369,12 @@ class PairingSessionService(BaseSessionService):
         if position >= len(view.events) or view.events[position] is not previous:
             position = _rfind_identity(view.events, previous)
         if slot:
-            synthetic = slot.synthetic_event()
-            view.events[position - 1] = slot.annotated_call_event()
-            view.events[position] = synthetic
-            view_state.shown[index] = synthetic
+            view.events[position - 1], view.events[position] = slot.render()
             return
         view.events[position - 1] = slot.call_event
         del view.events[position]
         del view_state.slot_order[rank]
         del view_state.slots[index]
-        del view_state.shown[index]
 
     def _log_missing(self, stored: Session, ledger: PairingLedger) -> None:
         for calls in ledger.open_calls.values():
