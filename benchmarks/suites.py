@@ -163,31 +163,33 @@ def with_metered_rounds(wall_rounds: int) -> int:
     return wall_rounds + math.ceil(wall_rounds / (METER_EVERY - 1))
 
 
-def _comparison_row(comparison: Comparison, own_cpu_ns: dict[int, int] | None = None) -> Row:
+def _wall_rounds(comparison: Comparison) -> Comparison:
+    """The rounds timed by wall clock: every round but the metered ones."""
+    return comparison.only(lambda i: not is_metered_round(i))
+
+
+def _comparison_row(comparison: Comparison, own_cpu_ns: dict[int, int]) -> Row:
     """The wall-clock figures of the plain rounds, and the CPU figure of the metered ones."""
-    comparison_all = comparison
-    if own_cpu_ns:
-        comparison = comparison.only(lambda i: i not in own_cpu_ns)
-    q1, q3 = comparison.ratio_iqr
-    low, high = comparison.ratio_ci95
+    wall = _wall_rounds(comparison)
+    q1, q3 = wall.ratio_iqr
+    low, high = wall.ratio_ci95
     row = {
-        "rounds": comparison.rounds,
-        "wrapped_ns": comparison.wrapped_median_ns,
-        "unwrapped_ns": comparison.unwrapped_median_ns,
-        "added_ns": comparison.added_ns,
-        "ratio": comparison.ratio,
+        "rounds": wall.rounds,
+        "wrapped_ns": wall.wrapped_median_ns,
+        "unwrapped_ns": wall.unwrapped_median_ns,
+        "added_ns": wall.added_ns,
+        "ratio": wall.ratio,
         "ratio_q1": q1,
         "ratio_q3": q3,
         "ratio_ci_low": low,
         "ratio_ci_high": high,
     }
-    # Warm-up rounds may have been metered too; they are not recorded.
-    recorded = set(comparison_all.indices)
-    cpu = sorted(ns for i, ns in (own_cpu_ns or {}).items() if i in recorded)
+    # Only recorded rounds count: warm-up rounds may have been metered too.
+    cpu = sorted(own_cpu_ns[i] for i in comparison.indices if is_metered_round(i))
     if cpu:
         row["own_cpu_ns"] = float(cpu[len(cpu) // 2])
         row["metered_rounds"] = len(cpu)
-        row["cpu_ratio"] = 1 + row["own_cpu_ns"] / comparison.unwrapped_median_ns
+        row["cpu_ratio"] = 1 + row["own_cpu_ns"] / wall.unwrapped_median_ns
     return row
 
 
@@ -415,9 +417,7 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
                 "synthetic": synthetic,
                 **_comparison_row(comparison, own_cpu),
                 "ratio_by_kind": {
-                    kind: comparison.ratio_where(
-                        lambda i, k=k: i % cycle == k and not is_metered_round(i)
-                    )
+                    kind: _wall_rounds(comparison).ratio_where(lambda i, k=k: i % cycle == k)
                     for k, kind in enumerate(TURN_KINDS)
                 },
             }

@@ -87,12 +87,7 @@ class Comparison:
 
     def ratio_where(self, keep: Callable[[int], bool]) -> float:
         """Median ratio over the rounds whose index passes `keep` (e.g. one event kind)."""
-        chosen = [
-            w / u
-            for w, u, i in zip(self.wrapped_ns, self.unwrapped_ns, self.indices, strict=True)
-            if keep(i) and u > 0
-        ]
-        return quartiles(chosen)[1]
+        return self.only(keep).ratio
 
     @property
     def ratio_ci95(self) -> tuple[float, float]:
