@@ -141,6 +141,8 @@ class Verdict:
         return {True: "met", False: "**missed**", None: "not measured"}[self.met]
 
 
+TURN_TITLE = "Whole turns (Runner, scripted model; wrapped ÷ unwrapped)"
+
 #: What each kind of get_session read means in the targets table.
 READ_MEANINGS = {
     "warm": "warm read (session read before by this process: every turn but its first)",
@@ -261,7 +263,8 @@ def _mib(value: float) -> str:
 
 
 def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """get_session rows get the walk floor; append_event rows the per-kind ratios."""
+    """get_session rows get the walk floor, append_event rows the per-kind ratios,
+    and whole turns (timed by wall clock only) no CPU column."""
     header = [
         "backend",
         "events",
@@ -275,6 +278,9 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         "decorator CPU (as a ratio)",
         "rounds (wall / metered)",
     ]
+    has_cpu = any("own_cpu_ns" in r for r in rows)
+    if not has_cpu:  # whole turns: only wall-clock rounds
+        header[-2:] = ["rounds"]
     has_read = any("read" in r for r in rows)
     has_walk = any("walk_ns" in r for r in rows)
     has_kinds = any("ratio_by_kind" in r for r in rows)
@@ -302,6 +308,8 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             else "-",
             f"{r['rounds']} / {r['metered_rounds']}" if "metered_rounds" in r else str(r["rounds"]),
         ]
+        if not has_cpu:
+            del cells[-2]
         if has_read:
             cells.insert(3, r.get("read", "-"))
         if has_walk and "walk_ns" in r:
@@ -405,6 +413,7 @@ def print_tables(results: dict[str, list[Row]], found: list[Verdict]) -> None:
         ("append_event: wrapped ÷ unwrapped", results.get("append_event"), comparison_table),
         ("pure core", results.get("core"), core_table),
         ("memory: view ÷ stored session (tracemalloc)", results.get("memory"), memory_table),
+        (TURN_TITLE, results.get("turn"), comparison_table),
     ]
     for title, rows, render in sections:
         if not rows:
@@ -463,6 +472,7 @@ def generated_markdown(
         ("append_event", comparison_table, "### append_event (wrapped ÷ unwrapped)"),
         ("core", core_table, "### Pure core (no store)"),
         ("memory", memory_table, "### Memory (tracemalloc, view ÷ stored session)"),
+        ("turn", comparison_table, f"### {TURN_TITLE}"),
     ]
     for key, render, title in sections:
         rows = results.get(key)
@@ -490,7 +500,7 @@ def write_results(path: Path, generated: str, preamble: str) -> None:
 def all_ratios(results: dict[str, list[Row]]) -> list[tuple[str, float]]:
     """Every ratio the run computed, labelled (what the smoke test checks)."""
     found: list[tuple[str, float]] = []
-    for section in ("get_session", "append_event"):
+    for section in ("get_session", "append_event", "turn"):
         for r in results.get(section, []):
             label = f"{section} {r['backend']} {r['size']} {r['health']} {r.get('read', '')}"
             found.append((label.rstrip(), r["ratio"]))

@@ -39,7 +39,7 @@ from report import (  # noqa: E402
 )
 from suites import Settings, run  # noqa: E402
 
-SECTIONS = ("get_session", "append_event", "core", "memory")
+SECTIONS = ("get_session", "append_event", "core", "memory", "turn")
 DEFAULT_OUTPUT = HERE / "RESULTS.md"
 PREAMBLE = """# adk-pairing benchmarks
 
@@ -73,6 +73,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--append-sizes", type=_ints, help="append_event history sizes (100,1000)")
     parser.add_argument("--core-sizes", type=_ints, help="pure-core sizes (100,1000,10000,100000)")
     parser.add_argument("--memory-sizes", type=_ints, help="memory history sizes (1000,10000)")
+    parser.add_argument("--turn-sizes", type=_ints, help="whole-turn history sizes (1000)")
     parser.add_argument(
         "--backends",
         type=lambda t: _names(t, ALL_BACKENDS),
@@ -117,6 +118,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         append_sizes=args.append_sizes or ((10,) if quick else (100, 1_000)),
         core_sizes=args.core_sizes or ((100, 1_000) if quick else (100, 1_000, 10_000, 100_000)),
         memory_sizes=args.memory_sizes or ((40,) if quick else (1_000, 10_000)),
+        turn_sizes=args.turn_sizes or ((10,) if quick else (1_000,)),
         backends=args.backends,
         memory_backends=args.memory_backends,
         max_rounds=args.rounds or (5 if quick else 200),

@@ -1,4 +1,4 @@
-"""The four benchmark suites: get_session, append_event, the pure core, memory.
+"""The benchmark suites: get_session, append_event, the pure core, memory (and turns).
 
 Each suite returns plain dict rows (what `report` renders and ``--json``
 dumps). Before timing anything, every suite checks that the decorator really
@@ -30,9 +30,12 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 from timing import Comparison, interleave
+from turns import bench_turn
 from workloads import (
     APP,
+    CACHE_SIZE_BY_READ,
     CORE_SHAPES,
+    HEALTHS,
     TURN_KINDS,
     USER,
     Clock,
@@ -46,7 +49,6 @@ from adk_pairing.repair import is_synthetic, repaired_events
 from adk_pairing.service import PairedSession, PairingSessionService
 
 Row = dict[str, Any]
-HEALTHS = ("healthy", "broken")
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Settings:
     append_sizes: tuple[int, ...]
     core_sizes: tuple[int, ...]
     memory_sizes: tuple[int, ...]
+    turn_sizes: tuple[int, ...]
     backends: tuple[str, ...]
     memory_backends: tuple[str, ...]
     max_rounds: int
@@ -171,19 +174,7 @@ def _wall_rounds(comparison: Comparison) -> Comparison:
 def _comparison_row(comparison: Comparison, own_cpu_ns: dict[int, int]) -> Row:
     """The wall-clock figures of the plain rounds, and the CPU figure of the metered ones."""
     wall = _wall_rounds(comparison)
-    q1, q3 = wall.ratio_iqr
-    low, high = wall.ratio_ci95
-    row = {
-        "rounds": wall.rounds,
-        "wrapped_ns": wall.wrapped_median_ns,
-        "unwrapped_ns": wall.unwrapped_median_ns,
-        "added_ns": wall.added_ns,
-        "ratio": wall.ratio,
-        "ratio_q1": q1,
-        "ratio_q3": q3,
-        "ratio_ci_low": low,
-        "ratio_ci_high": high,
-    }
+    row: Row = wall.figures()
     # Only recorded rounds count: warm-up rounds may have been metered too.
     cpu = sorted(own_cpu_ns[i] for i in comparison.indices if is_metered_round(i))
     if cpu:
@@ -202,24 +193,16 @@ async def _seeded(backend: Backend, size: int, health: str) -> tuple[str, int]:
 # -- get_session ---------------------------------------------------------------
 
 
-#: How a read finds the decorator: "warm" when this process read the session
-#: before (every turn but a session's first, while it stays among the
-#: `analysis_cache_size` most recently read), so only events appended since are
-#: walked; "cold" on a first read, or with the cache off, walking every event.
-READS = ("warm", "cold")
-
-
 async def bench_get_session(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
     inner = backend.service
     stopwatch = _Stopwatch(inner)
-    cache_sizes = {"warm": None, "cold": 0}
     # Per read: the decorator as applications use it, and one over the stopwatch.
     services = {
         read: (
             PairingSessionService(inner, analysis_cache_size=size),
             PairingSessionService(stopwatch, analysis_cache_size=size),
         )
-        for read, size in cache_sizes.items()
+        for read, size in CACHE_SIZE_BY_READ.items()
     }
     rows: list[Row] = []
     for size in settings.sizes:
@@ -716,6 +699,7 @@ async def run_all(settings: Settings, sections: tuple[str, ...], progress: Calla
         "get_session": bench_get_session,
         "append_event": bench_append_event,
         "memory": bench_memory,
+        "turn": bench_turn,
     }
     store_sections = [s for s in sections if s in suites]
     for name in settings.backends:

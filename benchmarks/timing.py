@@ -121,6 +121,22 @@ class Comparison:
         diffs = [float(w - u) for w, u in zip(self.wrapped_ns, self.unwrapped_ns, strict=True)]
         return quartiles(diffs)[1]
 
+    def figures(self) -> dict[str, float | int]:
+        """The figures a results row reports for these pairs."""
+        q1, q3 = self.ratio_iqr
+        low, high = self.ratio_ci95
+        return {
+            "rounds": self.rounds,
+            "wrapped_ns": self.wrapped_median_ns,
+            "unwrapped_ns": self.unwrapped_median_ns,
+            "added_ns": self.added_ns,
+            "ratio": self.ratio,
+            "ratio_q1": q1,
+            "ratio_q3": q3,
+            "ratio_ci_low": low,
+            "ratio_ci_high": high,
+        }
+
 
 #: Collect between pairs once this many tracked objects were allocated since
 #: the last collection. Collecting before *every* call instead walks the heap

@@ -23,10 +23,17 @@ from google.genai import types
 
 APP = "bench_app"
 USER = "bench_user"
+#: A healthy history answers every call; a broken one leaves 1% of turns unanswered.
+HEALTHS = ("healthy", "broken")
+#: How a read finds the decorator, as its `analysis_cache_size`: "warm" when this
+#: process read the session before (every turn but a session's first, while it
+#: stays among the most recently read), so only events appended since are
+#: walked; "cold" on a first read, or with the cache off, walking every event.
+CACHE_SIZE_BY_READ: dict[str, int | None] = {"warm": None, "cold": 0}
 AGENT = "research_agent"
 TOOL = "search_documents"
 
-_USER_TEXT = (
+USER_TEXT = (
     "Could you look through the quarterly reports and tell me which regions grew "
     "faster than the company average, and whether that growth came from new "
     "customers or from larger orders by existing ones? Please cite the documents. "
@@ -62,7 +69,7 @@ def _search_results(turn: int) -> dict[str, object]:
     }
 
 
-def _usage() -> types.GenerateContentResponseUsageMetadata:
+def usage_metadata() -> types.GenerateContentResponseUsageMetadata:
     return types.GenerateContentResponseUsageMetadata(
         prompt_token_count=1834, candidates_token_count=212, total_token_count=2046
     )
@@ -85,7 +92,7 @@ def user_text_event(clock: Clock, invocation_id: str, turn: int = 0) -> Event:
         invocation_id=invocation_id,
         author="user",
         timestamp=clock(),
-        content=types.Content(role="user", parts=[types.Part(text=f"{_USER_TEXT}#{turn}")]),
+        content=types.Content(role="user", parts=[types.Part(text=f"{USER_TEXT}#{turn}")]),
     )
 
 
@@ -94,7 +101,7 @@ def model_call_event(clock: Clock, invocation_id: str, call_id: str, turn: int =
         invocation_id=invocation_id,
         author=AGENT,
         timestamp=clock(),
-        usage_metadata=_usage(),
+        usage_metadata=usage_metadata(),
         content=types.Content(
             role="model",
             parts=[
@@ -133,7 +140,7 @@ def model_text_event(clock: Clock, invocation_id: str, turn: int = 0) -> Event:
         invocation_id=invocation_id,
         author=AGENT,
         timestamp=clock(),
-        usage_metadata=_usage(),
+        usage_metadata=usage_metadata(),
         content=types.Content(role="model", parts=[types.Part(text=f"{_MODEL_TEXT}#{turn}")]),
     )
 

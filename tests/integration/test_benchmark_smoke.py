@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = {"inmemory", "sqlite", "db-sqlite", "postgres", "redis"}
 QUICK_SIZES = {10, 40}
 QUICK_APPEND_SIZES = {10}
+QUICK_TURN_SIZES = {10}
 HEALTHS = {"healthy", "broken"}
 READS = {"warm", "cold"}
 
@@ -79,7 +80,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
 
 
-def test_quick_benchmark_times_every_store_size_and_history_on_both_calls(quick_run):
+def test_quick_benchmark_times_every_store_size_and_history_on_both_calls_and_turns(quick_run):
     results = quick_run["results"]
     gets = [(r["backend"], r["size"], r["health"], r["read"]) for r in results["get_session"]]
     assert sorted(gets) == sorted(
@@ -88,6 +89,14 @@ def test_quick_benchmark_times_every_store_size_and_history_on_both_calls(quick_
     appends = [(r["backend"], r["size"], r["health"]) for r in results["append_event"]]
     assert sorted(appends) == sorted(
         (b, s, h) for b in BACKENDS for s in QUICK_APPEND_SIZES for h in HEALTHS
+    )
+    turns = [(r["backend"], r["size"], r["health"], r["read"]) for r in results["turn"]]
+    assert sorted(turns) == sorted(
+        (b, s, h, read)
+        for b in BACKENDS
+        for s in QUICK_TURN_SIZES
+        for h in HEALTHS
+        for read in READS
     )
 
 
@@ -98,7 +107,7 @@ def test_only_cold_reads_get_a_walk_floor(quick_run):
 
 def test_every_wrapped_over_unwrapped_ratio_is_finite_and_positive(quick_run):
     results = quick_run["results"]
-    for section in ("get_session", "append_event"):
+    for section in ("get_session", "append_event", "turn"):
         for row in results[section]:
             label = f"{section} {row['backend']} {row['size']} {row['health']}"
             assert row["rounds"] >= 3, label
@@ -142,7 +151,7 @@ def test_metered_rounds_are_separate_from_timed_rounds() -> None:
 def test_broken_histories_are_timed_with_their_synthetic_results_in_the_view(quick_run):
     # The harness refuses to time a view without the expected synthetic events;
     # here we only check it reported some for every broken history.
-    for section in ("get_session", "append_event"):
+    for section in ("get_session", "append_event", "turn"):
         for row in quick_run["results"][section]:
             assert (row["synthetic"] > 0) == (row["health"] == "broken"), row
 
@@ -187,6 +196,7 @@ def test_results_file_names_the_machine_the_command_and_every_target(quick_run):
         "### append_event",
         "### Pure core",
         "### Memory",
+        "### Whole turns",
     ):
         assert needle in markdown, needle
     assert "not measured" not in markdown.split("### Targets")[1].split("###")[0]
@@ -194,3 +204,28 @@ def test_results_file_names_the_machine_the_command_and_every_target(quick_run):
 
 def test_the_benchmark_database_is_dropped_after_the_run(quick_run):
     assert not asyncio.run(_database_exists(quick_run["database"]))
+
+
+async def test_turn_suite_refuses_to_time_a_runner_that_sent_no_placeholders() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from turns import TextReplyModel, _checked_turn, _runner
+        from workloads import APP, USER, realistic_history, unanswered_call_count
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+
+    from adk_pairing import PairingSessionService
+
+    store = InMemorySessionService()
+    session = await store.create_session(app_name=APP, user_id=USER)
+    events = realistic_history(8, broken=True)
+    for event in events:
+        await store.append_event(session, event)
+    expected = unanswered_call_count(events)
+    assert expected == 1
+    model = TextReplyModel()
+    paired = _runner(model, PairingSessionService(store))
+    await _checked_turn(paired, model, session.id, expected, "paired")
+    with pytest.raises(RuntimeError, match="sent 0 placeholders, not 1"):
+        await _checked_turn(_runner(model, store), model, session.id, expected, "bare")

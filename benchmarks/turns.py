@@ -1,0 +1,185 @@
+"""Whole turns: what the decorator adds to one `Runner` turn.
+
+The store suites time `get_session` and `append_event` alone; an operator pays
+for turns. A turn here is what ADK does with one user message to a tool-using
+agent whose model answers in text: read the session, append the message,
+build the model request from the whole history, call the model and append its
+answer. The model is scripted and answers at once, so a real model's latency
+(hundreds of milliseconds at least) is left out and each ratio is an upper
+bound on what a production turn pays. The history is the store suites'
+realistic one; every timed turn adds its two events to it.
+
+Before anything is timed, one turn through each runner checks what the model
+was sent: with the decorator, one placeholder per unanswered call; without it,
+none. A decorator that silently stopped repairing would otherwise look free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Any
+
+from backends import Backend
+from google.adk.agents.llm_agent import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.genai import types
+from pydantic import PrivateAttr
+from timing import interleave
+from workloads import (
+    AGENT,
+    APP,
+    CACHE_SIZE_BY_READ,
+    HEALTHS,
+    USER,
+    USER_TEXT,
+    realistic_history,
+    unanswered_call_count,
+    usage_metadata,
+)
+
+from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT
+from adk_pairing.service import PairingSessionService
+
+if TYPE_CHECKING:
+    from suites import Settings
+
+Row = dict[str, Any]
+
+_PLACEHOLDER_TEXTS = frozenset({DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT})
+_ANSWER = types.Content(role="model", parts=[types.Part(text="Nothing new since last time.")])
+
+
+def search_documents(query: str) -> dict[str, Any]:
+    """The tool the seeded history calls; declared so the request carries it, never run."""
+    return {"status": "ok", "query": query, "results": []}
+
+
+class TextReplyModel(BaseLlm):
+    """Answers every request at once with one line of text.
+
+    While `inspecting`, it counts the adk-pairing placeholders in the request
+    it was sent; timed turns skip that loop, which would otherwise add the
+    same history-sized cost to both runners and flatten the ratio.
+    """
+
+    model: str = "scripted-text-reply"
+    _inspecting: bool = PrivateAttr(default=False)
+    _placeholders_seen: int = PrivateAttr(default=0)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        if self._inspecting:
+            self._placeholders_seen = _placeholder_count(llm_request)
+        yield LlmResponse(content=_ANSWER, usage_metadata=usage_metadata())
+
+    def placeholders_in_next_request(self) -> _Inspection:
+        return _Inspection(self)
+
+
+class _Inspection:
+    """``with model.placeholders_in_next_request() as seen:`` ... ``seen.count``."""
+
+    def __init__(self, model: TextReplyModel) -> None:
+        self._model = model
+
+    def __enter__(self) -> _Inspection:
+        self._model._inspecting = True
+        self._model._placeholders_seen = -1
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._model._inspecting = False
+
+    @property
+    def count(self) -> int:
+        return self._model._placeholders_seen
+
+
+def _placeholder_count(request: LlmRequest) -> int:
+    return sum(
+        1
+        for content in request.contents
+        for part in content.parts or ()
+        if part.function_response is not None
+        and (part.function_response.response or {}).get("message") in _PLACEHOLDER_TEXTS
+    )
+
+
+async def _run_turn(runner: Runner, session_id: str) -> None:
+    message = types.Content(role="user", parts=[types.Part(text=USER_TEXT)])
+    async for _ in runner.run_async(user_id=USER, session_id=session_id, new_message=message):
+        pass
+
+
+async def _checked_turn(
+    runner: Runner, model: TextReplyModel, session_id: str, expected: int, where: str
+) -> None:
+    with model.placeholders_in_next_request() as seen:
+        await _run_turn(runner, session_id)
+    if seen.count != expected:
+        raise RuntimeError(f"{where}: the model was sent {seen.count} placeholders, not {expected}")
+
+
+def _runner(model: TextReplyModel, service: BaseSessionService) -> Runner:
+    agent = LlmAgent(
+        name=AGENT,
+        model=model,
+        instruction="Answer questions about the quarterly reports.",
+        tools=[search_documents],
+    )
+    return Runner(app_name=APP, agent=agent, session_service=service)
+
+
+async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
+    """Times whole turns through a runner on the decorator against one on the bare store."""
+    inner = backend.service
+    model = TextReplyModel()
+    bare = _runner(model, inner)
+    rows: list[Row] = []
+    for size in settings.turn_sizes:
+        for health in HEALTHS:
+            events = realistic_history(size, broken=health == "broken")
+            synthetic = unanswered_call_count(events)
+            session_id = await backend.seeded_session(APP, USER, events)
+            for read, cache_size in CACHE_SIZE_BY_READ.items():
+                where = f"turn {backend.name} {size} {health} {read}"
+                service = PairingSessionService(inner, analysis_cache_size=cache_size)
+                paired = _runner(model, service)
+                # For a warm service this first turn is also the read it resumes from.
+                await _checked_turn(paired, model, session_id, synthetic, where + " wrapped")
+                await _checked_turn(bare, model, session_id, 0, where + " unwrapped")
+
+                async def turn_paired(
+                    _: int, runner: Runner = paired, sid: str = session_id
+                ) -> None:
+                    await _run_turn(runner, sid)
+
+                async def turn_bare(_: int, sid: str = session_id) -> None:
+                    await _run_turn(bare, sid)
+
+                comparison = await interleave(
+                    turn_paired,
+                    turn_bare,
+                    max_rounds=settings.max_rounds,
+                    budget_s=settings.budget_s,
+                    min_rounds=settings.min_rounds_for(size),
+                    warmup=settings.warmup,
+                )
+                row = {
+                    "backend": backend.name,
+                    "label": backend.label,
+                    "size": size,
+                    "health": health,
+                    "read": read,
+                    "synthetic": synthetic,
+                    **comparison.figures(),
+                }
+                rows.append(row)
+                progress("turn", row)
+            await inner.delete_session(app_name=APP, user_id=USER, session_id=session_id)
+    return rows
