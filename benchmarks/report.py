@@ -263,8 +263,7 @@ def _mib(value: float) -> str:
 
 
 def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """get_session rows get the walk floor, append_event rows the per-kind ratios,
-    and whole turns (timed by wall clock only) no CPU column."""
+    """get_session rows get the walk floor; append_event rows the per-kind ratios."""
     header = [
         "backend",
         "events",
@@ -278,9 +277,6 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         "decorator CPU (as a ratio)",
         "rounds (wall / metered)",
     ]
-    has_cpu = any("own_cpu_ns" in r for r in rows)
-    if not has_cpu:  # whole turns: only wall-clock rounds
-        header[-2:] = ["rounds"]
     has_read = any("read" in r for r in rows)
     has_walk = any("walk_ns" in r for r in rows)
     has_kinds = any("ratio_by_kind" in r for r in rows)
@@ -308,8 +304,6 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             else "-",
             f"{r['rounds']} / {r['metered_rounds']}" if "metered_rounds" in r else str(r["rounds"]),
         ]
-        if not has_cpu:
-            del cells[-2]
         if has_read:
             cells.insert(3, r.get("read", "-"))
         if has_walk and "walk_ns" in r:

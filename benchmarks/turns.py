@@ -9,9 +9,11 @@ answer. The model is scripted and answers at once, so a real model's latency
 bound on what a production turn pays. The history is the store suites'
 realistic one; every timed turn adds its two events to it.
 
-Before anything is timed, one turn through each runner checks what the model
-was sent: with the decorator, one placeholder per unanswered call; without it,
-none. A decorator that silently stopped repairing would otherwise look free.
+The decorator's own CPU time per turn comes from metered rounds, as in the
+store suites (see `metering`). Before anything is timed, one turn through
+each runner checks what the model was sent: with the decorator, one
+placeholder per unanswered call; without it, none. A decorator that silently
+stopped repairing would otherwise look free.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
+from metering import Stopwatch, comparison_row, is_metered_round, with_metered_rounds
 from pydantic import PrivateAttr
 from timing import interleave
 from workloads import (
@@ -136,8 +139,14 @@ def _runner(model: TextReplyModel, service: BaseSessionService) -> Runner:
 
 
 async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
-    """Times whole turns through a runner on the decorator against one on the bare store."""
+    """Times whole turns through a runner on the decorator against one on the bare store.
+
+    Metered rounds (see `metering`) run the turn through a decorator between
+    two stopwatches: the CPU time inside the outer one minus the time inside
+    the inner one (the store) is what the decorator itself used in that turn.
+    """
     inner = backend.service
+    store_stopwatch = Stopwatch(inner)
     model = TextReplyModel()
     bare = _runner(model, inner)
     rows: list[Row] = []
@@ -150,14 +159,30 @@ async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -
                 where = f"turn {backend.name} {size} {health} {read}"
                 service = PairingSessionService(inner, analysis_cache_size=cache_size)
                 paired = _runner(model, service)
+                decorator_stopwatch = Stopwatch(
+                    PairingSessionService(store_stopwatch, analysis_cache_size=cache_size)
+                )
+                metered = _runner(model, decorator_stopwatch)
                 # For a warm service this first turn is also the read it resumes from.
-                await _checked_turn(paired, model, session_id, synthetic, where + " wrapped")
-                await _checked_turn(bare, model, session_id, 0, where + " unwrapped")
+                for runner, label in ((paired, "wrapped"), (metered, "metered")):
+                    await _checked_turn(runner, model, session_id, synthetic, f"{where} {label}")
+                await _checked_turn(bare, model, session_id, 0, f"{where} unwrapped")
+                own_cpu: dict[int, int] = {}
 
                 async def turn_paired(
-                    _: int, runner: Runner = paired, sid: str = session_id
+                    i: int,
+                    sid: str = session_id,
+                    paired: Runner = paired,
+                    metered: Runner = metered,
+                    decorator_stopwatch: Stopwatch = decorator_stopwatch,
+                    own_cpu: dict[int, int] = own_cpu,
                 ) -> None:
-                    await _run_turn(runner, sid)
+                    if not is_metered_round(i):
+                        await _run_turn(paired, sid)
+                        return
+                    decorator_stopwatch.inside_cpu_ns = store_stopwatch.inside_cpu_ns = 0
+                    await _run_turn(metered, sid)
+                    own_cpu[i] = decorator_stopwatch.inside_cpu_ns - store_stopwatch.inside_cpu_ns
 
                 async def turn_bare(_: int, sid: str = session_id) -> None:
                     await _run_turn(bare, sid)
@@ -167,7 +192,7 @@ async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -
                     turn_bare,
                     max_rounds=settings.max_rounds,
                     budget_s=settings.budget_s,
-                    min_rounds=settings.min_rounds_for(size),
+                    min_rounds=with_metered_rounds(settings.min_rounds_for(size)),
                     warmup=settings.warmup,
                 )
                 row = {
@@ -177,7 +202,7 @@ async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -
                     "health": health,
                     "read": read,
                     "synthetic": synthetic,
-                    **comparison.figures(),
+                    **comparison_row(comparison, own_cpu),
                 }
                 rows.append(row)
                 progress("turn", row)
