@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from backends import Backend
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, ListSessionsResponse
 from google.adk.sessions.session import Session
@@ -111,3 +112,44 @@ def comparison_row(comparison: Comparison, own_cpu_ns: dict[int, int]) -> Row:
         row["metered_rounds"] = len(cpu)
         row["cpu_ratio"] = 1 + row["own_cpu_ns"] / wall.unwrapped_median_ns
     return row
+
+
+def plain_or_metered(
+    plain: Callable[[int], Awaitable[object]],
+    metered: Callable[[int], Awaitable[int]],
+    own_cpu_ns: dict[int, int],
+) -> Callable[[int], Awaitable[None]]:
+    """The wrapped side of a comparison, round by round.
+
+    `plain(i)` runs on wall-clock rounds; on metered rounds `metered(i)` runs
+    instead and returns the decorator's own CPU time, kept in `own_cpu_ns[i]`.
+    """
+
+    async def call(index: int) -> None:
+        if is_metered_round(index):
+            own_cpu_ns[index] = await metered(index)
+        else:
+            await plain(index)
+
+    return call
+
+
+def cell_row(
+    backend: Backend,
+    size: int,
+    health: str,
+    synthetic: int,
+    comparison: Comparison,
+    own_cpu_ns: dict[int, int],
+    **extra: Any,
+) -> Row:
+    """One results row: what was timed, and the figures of its comparison."""
+    return {
+        "backend": backend.name,
+        "label": backend.label,
+        "size": size,
+        "health": health,
+        **extra,
+        "synthetic": synthetic,
+        **comparison_row(comparison, own_cpu_ns),
+    }

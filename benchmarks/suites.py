@@ -29,7 +29,7 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
-from metering import Stopwatch, comparison_row, is_metered_round, wall_rounds, with_metered_rounds
+from metering import Stopwatch, cell_row, plain_or_metered, wall_rounds, with_metered_rounds
 from timing import Comparison, interleave
 from turns import bench_turn
 from workloads import (
@@ -130,41 +130,32 @@ async def bench_get_session(backend: Backend, settings: Settings, progress: Call
 
                 own_cpu: dict[int, int] = {}
 
-                async def call_wrapped(
-                    i: int,
-                    sid: str = session_id,
-                    wrapped: PairingSessionService = wrapped,
-                    metered: PairingSessionService = metered,
-                    own_cpu: dict[int, int] = own_cpu,
+                async def read_wrapped(
+                    _: int, sid: str = session_id, wrapped: PairingSessionService = wrapped
                 ) -> object:
-                    if not is_metered_round(i):
-                        return await wrapped.get_session(app_name=APP, user_id=USER, session_id=sid)
-                    view, own_cpu[i] = await stopwatch.own_cpu_ns(
+                    return await wrapped.get_session(app_name=APP, user_id=USER, session_id=sid)
+
+                async def read_metered(
+                    _: int, sid: str = session_id, metered: PairingSessionService = metered
+                ) -> int:
+                    _view, cpu_ns = await stopwatch.own_cpu_ns(
                         lambda: metered.get_session(app_name=APP, user_id=USER, session_id=sid)
                     )
-                    return view
+                    return cpu_ns
 
-                async def call_unwrapped(_: int, sid: str = session_id) -> object:
+                async def read_unwrapped(_: int, sid: str = session_id) -> object:
                     return await inner.get_session(app_name=APP, user_id=USER, session_id=sid)
 
                 comparison = await interleave(
-                    call_wrapped,
-                    call_unwrapped,
+                    plain_or_metered(read_wrapped, read_metered, own_cpu),
+                    read_unwrapped,
                     max_rounds=settings.max_rounds,
                     budget_s=settings.budget_s,
                     min_rounds=with_metered_rounds(settings.min_rounds_for(size)),
                     # A 10,000-event read is ~0.3-0.8 s: one warm-up pair is plenty.
                     warmup=settings.warmup if size <= 1_000 else 1,
                 )
-                row = {
-                    "backend": backend.name,
-                    "label": backend.label,
-                    "size": size,
-                    "health": health,
-                    "read": read,
-                    "synthetic": synthetic,
-                    **comparison_row(comparison, own_cpu),
-                }
+                row = cell_row(backend, size, health, synthetic, comparison, own_cpu, read=read)
                 if read == "cold":
                     # The floor bounds a walk of every event; a warm read walks none.
                     row["walk_ns"] = await _walk_floor(inner, session_id)
@@ -259,27 +250,27 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
                 stored = await inner.get_session(app_name=APP, user_id=USER, session_id=plain_id)
                 _check_view(view, held[view_id], synthetic, where)
 
-                async def call_wrapped(
-                    i: int,
-                    v: Session = view,
-                    ev: list = wrapped_events,
-                    own_cpu: dict[int, int] = own_cpu,
+                async def append_wrapped(
+                    i: int, v: Session = view, ev: list = wrapped_events
                 ) -> object:
-                    if not is_metered_round(i):
-                        return await wrapped.append_event(v, ev[i])
-                    appended, own_cpu[i] = await stopwatch.own_cpu_ns(
+                    return await wrapped.append_event(v, ev[i])
+
+                async def append_metered(
+                    i: int, v: Session = view, ev: list = wrapped_events
+                ) -> int:
+                    _appended, cpu_ns = await stopwatch.own_cpu_ns(
                         lambda: metered.append_event(v, ev[i])
                     )
-                    return appended
+                    return cpu_ns
 
-                async def call_unwrapped(
+                async def append_unwrapped(
                     i: int, s: Session = stored, ev: list = unwrapped_events
                 ) -> object:
                     return await inner.append_event(s, ev[i])
 
                 phase = await interleave(
-                    call_wrapped,
-                    call_unwrapped,
+                    plain_or_metered(append_wrapped, append_metered, own_cpu),
+                    append_unwrapped,
                     max_rounds=phase_max,
                     budget_s=settings.budget_s / 2,
                     min_rounds=_round_up(
@@ -303,17 +294,10 @@ async def bench_append_event(backend: Backend, settings: Settings, progress: Cal
                 _check_view(fresh, held[view_id], synthetic, where + " (fresh read)")
                 if [e.id for e in fresh.events] != [e.id for e in view.events]:
                     raise RuntimeError(f"{where}: the incrementally updated view drifted")
-            row = {
-                "backend": backend.name,
-                "label": backend.label,
-                "size": size,
-                "health": health,
-                "synthetic": synthetic,
-                **comparison_row(comparison, own_cpu),
-                "ratio_by_kind": {
-                    kind: wall_rounds(comparison).ratio_where(lambda i, k=k: i % cycle == k)
-                    for k, kind in enumerate(TURN_KINDS)
-                },
+            row = cell_row(backend, size, health, synthetic, comparison, own_cpu)
+            row["ratio_by_kind"] = {
+                kind: wall_rounds(comparison).ratio_where(lambda i, k=k: i % cycle == k)
+                for k, kind in enumerate(TURN_KINDS)
             }
             rows.append(row)
             progress("append_event", row)

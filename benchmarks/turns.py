@@ -29,7 +29,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
-from metering import Stopwatch, comparison_row, is_metered_round, with_metered_rounds
+from metering import Stopwatch, cell_row, plain_or_metered, with_metered_rounds
 from pydantic import PrivateAttr
 from timing import interleave
 from workloads import (
@@ -169,41 +169,33 @@ async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -
                 await _checked_turn(bare, model, session_id, 0, f"{where} unwrapped")
                 own_cpu: dict[int, int] = {}
 
-                async def turn_paired(
-                    i: int,
-                    sid: str = session_id,
-                    paired: Runner = paired,
-                    metered: Runner = metered,
-                    decorator_stopwatch: Stopwatch = decorator_stopwatch,
-                    own_cpu: dict[int, int] = own_cpu,
+                async def turn_wrapped(
+                    _: int, sid: str = session_id, runner: Runner = paired
                 ) -> None:
-                    if not is_metered_round(i):
-                        await _run_turn(paired, sid)
-                        return
+                    await _run_turn(runner, sid)
+
+                async def turn_metered(
+                    _: int,
+                    sid: str = session_id,
+                    runner: Runner = metered,
+                    decorator_stopwatch: Stopwatch = decorator_stopwatch,
+                ) -> int:
                     decorator_stopwatch.inside_cpu_ns = store_stopwatch.inside_cpu_ns = 0
-                    await _run_turn(metered, sid)
-                    own_cpu[i] = decorator_stopwatch.inside_cpu_ns - store_stopwatch.inside_cpu_ns
+                    await _run_turn(runner, sid)
+                    return decorator_stopwatch.inside_cpu_ns - store_stopwatch.inside_cpu_ns
 
                 async def turn_bare(_: int, sid: str = session_id) -> None:
                     await _run_turn(bare, sid)
 
                 comparison = await interleave(
-                    turn_paired,
+                    plain_or_metered(turn_wrapped, turn_metered, own_cpu),
                     turn_bare,
                     max_rounds=settings.max_rounds,
                     budget_s=settings.budget_s,
                     min_rounds=with_metered_rounds(settings.min_rounds_for(size)),
                     warmup=settings.warmup,
                 )
-                row = {
-                    "backend": backend.name,
-                    "label": backend.label,
-                    "size": size,
-                    "health": health,
-                    "read": read,
-                    "synthetic": synthetic,
-                    **comparison_row(comparison, own_cpu),
-                }
+                row = cell_row(backend, size, health, synthetic, comparison, own_cpu, read=read)
                 rows.append(row)
                 progress("turn", row)
             await inner.delete_session(app_name=APP, user_id=USER, session_id=session_id)
