@@ -29,7 +29,14 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
-from metering import Stopwatch, cell_row, plain_or_metered, wall_rounds, with_metered_rounds
+from metering import (
+    Row,
+    Stopwatch,
+    cell_row,
+    plain_or_metered,
+    wall_rounds,
+    with_metered_rounds,
+)
 from timing import Comparison, interleave
 from turns import bench_turn
 from workloads import (
@@ -48,8 +55,6 @@ from workloads import (
 from adk_pairing.analysis import analyze, build_ledger, live_event_mask
 from adk_pairing.repair import is_synthetic, repaired_events
 from adk_pairing.service import PairedSession, PairingSessionService
-
-Row = dict[str, Any]
 
 
 @dataclass

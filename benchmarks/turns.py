@@ -29,7 +29,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
-from metering import Stopwatch, cell_row, plain_or_metered, with_metered_rounds
+from metering import Row, Stopwatch, cell_row, plain_or_metered, with_metered_rounds
 from pydantic import PrivateAttr
 from timing import interleave
 from workloads import (
@@ -50,10 +50,7 @@ from adk_pairing.service import PairingSessionService
 if TYPE_CHECKING:
     from suites import Settings
 
-Row = dict[str, Any]
-
 _PLACEHOLDER_TEXTS = frozenset({DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT})
-_ANSWER = types.Content(role="model", parts=[types.Part(text="Nothing new since last time.")])
 
 
 def search_documents(query: str) -> dict[str, Any]:
@@ -78,7 +75,9 @@ class TextReplyModel(BaseLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         if self._inspecting:
             self._placeholders_seen = _placeholder_count(llm_request)
-        yield LlmResponse(content=_ANSWER, usage_metadata=usage_metadata())
+        # A new content per answer: the stored event holds it, and ADK's flows may edit it.
+        answer = types.Content(role="model", parts=[types.Part(text="Nothing new since then.")])
+        yield LlmResponse(content=answer, usage_metadata=usage_metadata())
 
     def placeholders_in_next_request(self) -> _Inspection:
         return _Inspection(self)
