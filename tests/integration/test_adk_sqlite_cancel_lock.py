@@ -1,0 +1,142 @@
+"""A cancelled read can leave ADK's SQLite database locked: guards for the README's note.
+
+This is ADK, SQLAlchemy and aiosqlite behaviour, not the decorator's, but it shows
+up in exactly the situation adk-pairing is for: a turn cancelled mid-flight. When
+the cancel lands while `DatabaseSessionService` (``sqlite+aiosqlite``) awaits its
+events query, aiosqlite's thread still runs the SELECT, the fetch never happens,
+SQLAlchemy treats the ``CancelledError`` as a disconnect and closes the connection
+without closing the cursor, and sqlite3 keeps the half-read statement and its
+SHARED lock alive until the cursor object is freed. That object sits in a
+reference cycle, so the lock lasts until the cyclic garbage collector runs; a
+write in the meantime waits out the busy timeout and fails with "database is
+locked". The collector is paused here so the outcome does not depend on when it
+would have run.
+
+The first guard fails when a release of those libraries stops leaking the lock
+(then the README's note can go); the second proves the workaround the README gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiosqlite.cursor
+import pytest
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.genai import types
+from sqlalchemy import event as sqlalchemy_event
+from sqlalchemy.exc import OperationalError
+
+from adk_pairing import PairingSessionService
+
+APP, USER, SESSION = "app", "user", "session"
+#: A short busy timeout, so a locked write fails in a fifth of a second, not five.
+BUSY_TIMEOUT_S = 0.2
+
+
+@pytest.fixture
+def collector_paused() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.fixture
+def events_query_started(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Set the moment a store queues its events SELECT on aiosqlite's thread.
+
+    Instrumentation only: the real `Cursor.execute` runs unchanged.
+    """
+    started = asyncio.Event()
+    real_execute = aiosqlite.cursor.Cursor.execute
+
+    async def execute(self: aiosqlite.cursor.Cursor, sql: str, parameters: object = None) -> object:
+        if "FROM events" in sql:
+            started.set()
+        return await real_execute(self, sql, parameters)
+
+    monkeypatch.setattr(aiosqlite.cursor.Cursor, "execute", execute)
+    return started
+
+
+def _text_event(index: int) -> Event:
+    return Event(
+        invocation_id=f"inv-{index}",
+        author="agent",
+        content=types.Content(role="model", parts=[types.Part(text=f"answer {index}")]),
+    )
+
+
+async def _store_with_history(path: Path) -> DatabaseSessionService:
+    store = DatabaseSessionService(
+        db_url=f"sqlite+aiosqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_S}
+    )
+    session = await store.create_session(app_name=APP, user_id=USER, session_id=SESSION)
+    for index in range(3):
+        await store.append_event(session, _text_event(index))
+    return store
+
+
+async def _cancel_a_read_mid_query(reader: BaseSessionService, started: asyncio.Event) -> None:
+    started.clear()
+    read = asyncio.create_task(reader.get_session(app_name=APP, user_id=USER, session_id=SESSION))
+    await started.wait()
+    read.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await read
+
+
+async def _append_next(store: DatabaseSessionService, index: int) -> None:
+    session = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+    await store.append_event(session, _text_event(index))
+
+
+@pytest.mark.parametrize("through_the_decorator", [False, True], ids=["bare", "wrapped"])
+async def test_guard_a_read_cancelled_mid_query_locks_sqlite_until_garbage_collection(
+    tmp_path: Path,
+    collector_paused: None,
+    events_query_started: asyncio.Event,
+    through_the_decorator: bool,
+) -> None:
+    store = await _store_with_history(tmp_path / "sessions.db")
+    reader = PairingSessionService(store) if through_the_decorator else store
+    try:
+        await _cancel_a_read_mid_query(reader, events_query_started)
+        with pytest.raises(OperationalError, match="database is locked"):
+            await _append_next(store, 10)
+        # Freeing the abandoned cursor releases the lock.
+        await asyncio.sleep(0.01)
+        gc.collect()
+        await _append_next(store, 11)
+    finally:
+        await store.close()
+
+
+async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_read(
+    tmp_path: Path, collector_paused: None, events_query_started: asyncio.Event
+) -> None:
+    store = await _store_with_history(tmp_path / "sessions.db")
+
+    @sqlalchemy_event.listens_for(store.db_engine.sync_engine, "connect")
+    def _write_ahead_log(dbapi_connection: object, _record: object) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    try:
+        # Connections opened before the listener keep the old journal mode.
+        await store.db_engine.dispose()
+        await _cancel_a_read_mid_query(PairingSessionService(store), events_query_started)
+        await _append_next(store, 10)
+        stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+        assert [e.invocation_id for e in stored.events][-1] == "inv-10"
+    finally:
+        await store.close()
