@@ -61,9 +61,9 @@ def search_documents(query: str) -> dict[str, Any]:
 class TextReplyModel(BaseLlm):
     """Answers every request at once with one line of text.
 
-    While `inspecting`, it counts the adk-pairing placeholders in the request
-    it was sent; timed turns skip that loop, which would otherwise add the
-    same history-sized cost to both runners and flatten the ratio.
+    While inspecting (only in `_checked_turn`), it counts the adk-pairing
+    placeholders in the request it was sent. Timed turns skip that loop, which
+    would add the same history-sized cost to both runners and flatten the ratio.
     """
 
     model: str = "scripted-text-reply"
@@ -78,28 +78,6 @@ class TextReplyModel(BaseLlm):
         # A new content per answer: the stored event holds it, and ADK's flows may edit it.
         answer = types.Content(role="model", parts=[types.Part(text="Nothing new since then.")])
         yield LlmResponse(content=answer, usage_metadata=usage_metadata())
-
-    def placeholders_in_next_request(self) -> _Inspection:
-        return _Inspection(self)
-
-
-class _Inspection:
-    """``with model.placeholders_in_next_request() as seen:`` ... ``seen.count``."""
-
-    def __init__(self, model: TextReplyModel) -> None:
-        self._model = model
-
-    def __enter__(self) -> _Inspection:
-        self._model._inspecting = True
-        self._model._placeholders_seen = -1
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._model._inspecting = False
-
-    @property
-    def count(self) -> int:
-        return self._model._placeholders_seen
 
 
 def _placeholder_count(request: LlmRequest) -> int:
@@ -121,10 +99,14 @@ async def _run_turn(runner: Runner, session_id: str) -> None:
 async def _checked_turn(
     runner: Runner, model: TextReplyModel, session_id: str, expected: int, where: str
 ) -> None:
-    with model.placeholders_in_next_request() as seen:
+    model._inspecting, model._placeholders_seen = True, -1
+    try:
         await _run_turn(runner, session_id)
-    if seen.count != expected:
-        raise RuntimeError(f"{where}: the model was sent {seen.count} placeholders, not {expected}")
+    finally:
+        model._inspecting = False
+    seen = model._placeholders_seen
+    if seen != expected:
+        raise RuntimeError(f"{where}: the model was sent {seen} placeholders, not {expected}")
 
 
 def _runner(model: TextReplyModel, service: BaseSessionService) -> Runner:
