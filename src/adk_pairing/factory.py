@@ -1,8 +1,10 @@
-"""Building session services from URIs, the way ADK itself does.
+"""Building the inner session service from a URI, the way ADK itself does.
 
 A ``pairing+<inner-uri>`` URI means "the service ADK would build for
-``<inner-uri>``, wrapped in `PairingSessionService`". The inner service is
-resolved exactly as ``adk web`` / ``adk api_server`` resolve
+``<inner-uri>``, wrapped in `PairingSessionService`"; this module builds that
+inner service and knows nothing of the wrapper (``adk_pairing.service`` imports
+it, never the reverse; `adk_pairing.create_session_service` wraps). The inner
+service is resolved exactly as ``adk web`` / ``adk api_server`` resolve
 ``--session_service_uri`` (``google/adk/cli/utils/service_factory.py``,
 ``create_session_service_from_options``):
 
@@ -24,13 +26,10 @@ URIs carry passwords, so everything this module prints goes through
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from google.adk.sessions.base_session_service import BaseSessionService
-
-if TYPE_CHECKING:
-    from .service import PairingSessionService
 
 #: The scheme prefix that asks for a `PairingSessionService` around the rest.
 PAIRING_PREFIX = "pairing+"
@@ -135,52 +134,6 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
     if scheme.lower() in REDIS_SCHEMES:
         return _redis_session_service(target, kwargs)
     return _database_session_service(target, kwargs)
-
-
-def create_session_service(
-    uri: str,
-    *,
-    missing_text: str | None = None,
-    pending_text: str | None = None,
-    analysis_cache_size: int | None = None,
-    **inner_kwargs: Any,
-) -> PairingSessionService:
-    """A `PairingSessionService` around the service ADK builds for ``pairing+<inner-uri>``.
-
-    The keyword names are those of `PairingSessionService` and of the
-    ``pairing:`` block of a config file, so one vocabulary serves all three.
-
-    Args:
-      uri: ``pairing+`` followed by any URI ADK accepts, e.g.
-        ``pairing+postgresql+asyncpg://user:pw@db:5432/agents``.
-      missing_text: What the model reads for a call with no recorded result.
-      pending_text: What the model reads for a call ADK still holds open.
-      analysis_cache_size: How many sessions' analysis the decorator remembers
-        between reads; 0 turns that off. `PairingSessionService`'s default
-        when omitted.
-      **inner_kwargs: Passed to the inner service's factory
-        (see `create_inner_session_service`), e.g. ``pool_size=10``.
-
-    Raises:
-      ValueError: `uri` lacks the ``pairing+`` prefix (the message shows the
-        corrected URI, password masked), `analysis_cache_size` is not a whole
-        number >= 0, or the inner service cannot be built.
-    """
-    if not is_pairing_uri(uri):
-        raise ValueError(
-            f"create_session_service expects a {PAIRING_PREFIX}<uri> URI, got "
-            f"{mask_uri(uri)!r}. Did you mean {mask_uri(PAIRING_PREFIX + uri)!r}? "
-            "(For the unwrapped service, call "
-            "adk_pairing.factory.create_inner_session_service.)"
-        )
-    from .service import PairingSessionService
-
-    return PairingSessionService(
-        create_inner_session_service(uri, **inner_kwargs),
-        missing_text=missing_text,
-        pending_text=pending_text,
-        analysis_cache_size=analysis_cache_size,
-    )
 
 
 def _without_agents_dir(kwargs: dict[str, Any]) -> dict[str, Any]:
