@@ -13,8 +13,21 @@ builds a model request:
   event with an id-less call of that name; within that event, responses take
   the calls in order, one each. (Reaching back to an older event's open call
   instead would pair a result with a call it is not adjacent to on the wire.)
-* Events annulled by a rewind (``actions.rewind_before_invocation_id``) are
-  not sent to the model, so they neither answer calls nor need answers.
+* A rewind is any event whose ``actions.rewind_before_invocation_id`` is set,
+  *whatever else it carries*. ADK's request builder drops it, content and all,
+  together with every event from the first event of the rewound invocation up
+  to it, walking backwards so that a rewind inside an annulled stretch is never
+  applied (a rewind of a rewind revives what the inner one annulled). Every
+  supported version does exactly this: inline in ``_get_contents``
+  (``flows/llm_flows/contents.py:362`` in 1.20.0, ``:452`` in 1.39.1, ``:539``
+  in 2.0.0), then through ``events/_rewind_events.py`` ``_apply_rewinds``
+  (2.6.2 and 2.9.2 from ``contents.py``, 2.10.0 to 2.13.0 from
+  ``flows/llm_flows/context/_contents.py``). So annulled events neither answer
+  calls nor need answers, and a call or response inside a rewind event counts
+  for nothing. ADK itself writes rewinds without content
+  (``sessions/_rewind_utils.py``, ``runners.py`` before 2.9); a rewind with
+  content is malformed, but one rule for all events is what keeps every path
+  that builds a view (append, fresh read, cached read) on the same view.
 * An unanswered call is *pending* when ADK holds it open on purpose (its id is
   in the event's ``long_running_tool_ids``, or it is a confirmation,
   credential or input request) and *missing* otherwise.
@@ -103,19 +116,20 @@ def live_event_mask(events: Sequence[Event]) -> list[bool]:
     return live
 
 
-def has_rewind(event: Event) -> bool:
-    """Whether `event` carries a rewind (``actions.rewind_before_invocation_id``)."""
-    return bool(event.actions is not None and event.actions.rewind_before_invocation_id)
-
-
 def is_rewind(event: Event) -> bool:
-    """Whether `event` is a rewind as ADK writes one: no content, and a rewind target.
+    """Whether `event` is a rewind: it carries a rewind target, with or without content.
 
-    These are the rewinds a walk honours (see `build_ledger`), so appending
-    any other event never annuls earlier ones. Checking ``actions`` only on
-    content-less events spares reading a cold object for every other event.
+    ADK's request builder honours the target on any event and drops the
+    event's content with it (see the module docstring), so every walk here
+    does too. Appending a rewind can annul events already walked: whoever
+    keeps a ledger current must rebuild it then.
     """
-    return event.content is None and has_rewind(event)
+    actions = event.actions
+    return bool(actions is not None and actions.rewind_before_invocation_id)
+
+
+#: The same check as `is_rewind` (the name earlier releases used).
+has_rewind = is_rewind
 
 
 class Observation(NamedTuple):
@@ -196,7 +210,11 @@ class PairingLedger:
         return OpenCalls(self._open)
 
     def observe(self, event: Event, index: int) -> Observation:
-        """Records `event` (at `index` in the history) and says what it changed."""
+        """Records `event` (at `index` in the history) and says what it changed.
+
+        `event` must not be a rewind (`is_rewind`): a rewind can annul events
+        already observed, so the ledger has to be built again instead.
+        """
         if event.content is None:
             return _NOTHING_CHANGED
         settled: list[TrackedCall] = []
@@ -222,10 +240,9 @@ class PairingLedger:
         read (each is a likely cache miss on freshly loaded events). Earlier
         calls that the events answer are appended to `settled` when given.
 
-        With `stop_at_rewind`, it stops at the first content-less event that
-        carries a rewind and returns that event's index, so the caller can
-        walk again with the rewind applied (ADK writes rewinds without
-        content, see `build_ledger`).
+        With `stop_at_rewind`, it stops at the first rewind (`is_rewind`, with
+        or without content) and returns that event's index, so the caller can
+        walk again with the rewind applied.
         """
         newest_by_id = self._newest_by_id
         idless_open = self._idless_open
@@ -233,10 +250,13 @@ class PairingLedger:
         index = start - 1
         for event in events:
             index += 1
+            if stop_at_rewind:
+                # Inline `is_rewind`: a call per event costs more than the check.
+                actions = event.actions
+                if actions is not None and actions.rewind_before_invocation_id:
+                    return index
             content = event.content
             if content is None:
-                if stop_at_rewind and has_rewind(event):
-                    return index
                 continue
             parts = content.parts
             if not parts:
@@ -340,11 +360,11 @@ def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) ->
 
     Without `live`, the common case (no rewind anywhere) costs one pass: the
     rewind check rides along, and only a history that has one is walked again
-    with its mask. ADK writes a rewind as an event without content
-    (``sessions/_rewind_utils.py``), so only such events are checked for one:
-    reading ``actions`` of every event costs a cold object per event, a
-    measurable share of a healthy ``get_session``. `live_event_mask` itself
-    honours a rewind on any event.
+    with its mask. Every event is checked, content or not, exactly as
+    `live_event_mask` and ADK's request builder honour a rewind on any event:
+    checking only content-less events (as ADK writes rewinds) was cheaper, but
+    let a rewind carrying content count here and not in the mask, so views
+    built by different paths disagreed.
     """
     ledger = PairingLedger()
     if live is None:
