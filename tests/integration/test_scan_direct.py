@@ -177,6 +177,39 @@ def _db_sqlite_store(tmp_path: Path) -> Seeded:
     return _database_store(f"sqlite+aiosqlite:///{path}", _apps(), corrupt)
 
 
+def _db_sqlite_v0_store(tmp_path: Path) -> Seeded:
+    """A store in ADK's legacy schema 0 (pickled actions, one column per field).
+
+    ADK still reads and writes it: with no ``adk_internal_metadata`` table and
+    an ``events.actions`` column it picks the v0 classes
+    (``sessions/migration/_schema_check_utils.py:75``, 2.13).
+    """
+    v0 = pytest.importorskip(
+        "google.adk.sessions.schemas.v0", reason="sessions.schemas exists from google-adk 1.2x"
+    )
+    from sqlalchemy import create_engine
+
+    path = tmp_path / "database-v0.db"
+    engine = create_engine(f"sqlite:///{path}")
+    v0.Base.metadata.create_all(engine)
+    engine.dispose()
+
+    def corrupt(session_ids: list[str]) -> None:
+        with sqlite3.connect(path) as connection:
+            for session_id in session_ids:
+                connection.execute(
+                    "UPDATE events SET content = '{\"parts\": 5}' "
+                    "WHERE session_id = ? AND content LIKE '%breaks%'",
+                    (session_id,),
+                )
+
+    seeded = _database_store(f"sqlite+aiosqlite:///{path}", _apps(), corrupt)
+    with sqlite3.connect(path) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert "adk_internal_metadata" not in tables  # ADK kept the store at schema 0
+    return seeded
+
+
 def _postgres_store(url: str) -> Seeded:
     import asyncpg
 
@@ -269,6 +302,7 @@ def _community_redis_store(url: str, request: pytest.FixtureRequest) -> Seeded:
     params=[
         "sqlite-service",
         "db-sqlite",
+        "db-sqlite-v0",
         pytest.param("postgres", marks=pytest.mark.postgres),
         pytest.param("redis-adk", marks=pytest.mark.redis),
         pytest.param("redis-community", marks=pytest.mark.redis),
@@ -280,6 +314,8 @@ def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Seeded:
         return _sqlite_service_store(tmp_path)
     if kind == "db-sqlite":
         return _db_sqlite_store(tmp_path)
+    if kind == "db-sqlite-v0":
+        return _db_sqlite_v0_store(tmp_path)
     if kind == "postgres":
         require_server("PostgreSQL", "127.0.0.1", 5432)
         return _postgres_store(request.getfixturevalue("postgres_url"))
@@ -334,6 +370,7 @@ def test_direct_and_get_session_readers_agree_on_every_count(seeded: Seeded) -> 
         direct = scan(seeded, *scope, "--reader", "direct", "--batch-size", "2")
         slow = scan(seeded, *scope, "--reader", "get-session")
         assert direct["reader"].startswith("direct: ")
+        assert direct["fallback_reason"] is None
         assert slow["reader"] == "get_session"
         assert _summary(direct) == _summary(slow)
         # The unreadable session is reported by the direct reader in every store.
@@ -410,3 +447,24 @@ def test_json_lines_streams_one_record_per_broken_session_then_a_summary(
     assert sum(r["missing_calls"] for r in sessions) == summary["missing_calls"]
     assert [r for r in records if r["type"] == "unreadable"]
     assert result.exit_code == 2  # unreadable sessions make the scan incomplete
+
+
+def test_an_unknown_schema_version_falls_back_to_get_session_and_says_so(tmp_path: Path) -> None:
+    seeded = _db_sqlite_store(tmp_path)
+    path = seeded.uri.removeprefix("sqlite+aiosqlite:///")
+    with sqlite3.connect(path) as connection:
+        changed = connection.execute(
+            "UPDATE adk_internal_metadata SET value = '7' WHERE key = 'schema_version'"
+        ).rowcount
+    assert changed == 1
+    scope = [a for name in seeded.apps for a in ("--app", name)]
+    result = runner.invoke(cli_app, ["scan", seeded.uri, *scope])
+    assert "not read directly: DatabaseSessionService schema version '7' is unknown" in (
+        result.stdout
+    )
+    assert "Read by get_session" in result.stdout
+    report = scan(seeded, *scope)
+    assert report["reader"] == "get_session"
+    assert "'7' is unknown" in report["fallback_reason"]
+    refused = runner.invoke(cli_app, ["scan", seeded.uri, *scope, "--reader", "direct"])
+    assert refused.exit_code == 2 and "cannot read this store directly" in refused.stderr
