@@ -283,9 +283,11 @@ async def scan_store(
     try:
         if reader is not None:
             result.reader = f"direct: {reader.description}"
-            if apps is None:
-                result.apps = await reader.list_apps()
             await _scan_direct(reader, window, options, hooks, result)
+            if apps is None:
+                # The apps the reader met (listing them first would cost Redis a
+                # second pass over every session).
+                result.apps = sorted(result.per_app)
         else:
             if apps is None:
                 raise CliError(_no_app_listing_message(store.service, result.fallback_reason))
