@@ -209,3 +209,41 @@ def short(text: str, limit: int) -> str:
     """`text` on one line, cut to `limit` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+_AGO_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
+
+
+def parse_time(text: str, *, now: float | None = None) -> float:
+    """An operator's time bound as epoch seconds.
+
+    Accepts an ISO 8601 date or date-time (UTC when it names no zone), epoch
+    seconds, or an age such as ``30m``, ``12h``, ``7d`` (that long before now).
+    """
+    import datetime
+
+    value = text.strip()
+    unit = value[-1:].lower()
+    if unit in _AGO_UNITS and value[:-1].replace(".", "", 1).isdigit():
+        reference = time_now() if now is None else now
+        return reference - float(value[:-1]) * _AGO_UNITS[unit]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise CliError(
+            f"{text!r} is not a time: use ISO 8601 (2026-05-01 or 2026-05-01T12:00:00+02:00, "
+            "UTC when no zone is given), epoch seconds, or an age such as 30m, 12h, 7d"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def time_now() -> float:
+    import time
+
+    return time.time()

@@ -44,6 +44,8 @@ class OpenedStore:
     service: BaseSessionService
     uri: str
     read_only: str
+    #: The file of a ``sqlite://`` store (SqliteSessionService), for the direct reader.
+    sqlite_path: str | None = None
 
     @property
     def masked_uri(self) -> str:
@@ -132,7 +134,7 @@ def read_only_target(uri: str, options: dict[str, Any]) -> tuple[str, dict[str, 
             "memory:// is a fresh, empty in-process store: there is nothing to read. "
             "Point at the store your ADK app writes to."
         )
-    return target, options, "only list_sessions and get_session are called"
+    return target, options, "only reads are issued (no switch enforces it)"
 
 
 def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedStore:
@@ -145,7 +147,7 @@ def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedSto
         service: BaseSessionService = SqliteSessionService(
             db_path=f"sqlite:///{quote(path)}?mode=ro"
         )
-        return OpenedStore(service=service, uri=target, read_only=how)
+        return OpenedStore(service=service, uri=target, read_only=how, sqlite_path=path)
     service = create_inner_session_service(target, **factory_options)
     return OpenedStore(service=service, uri=inner_uri(uri), read_only=how)
 
