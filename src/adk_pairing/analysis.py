@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from google.adk.events.event import Event
-from google.genai.types import FunctionCall
+from google.genai.types import FunctionCall, Part
 
 #: Calls ADK answers only when a person (or client) does: confirmations,
 #: credential requests and ask-user/request-input prompts.
@@ -84,6 +84,17 @@ class TrackedCall:
     def key(self) -> str:
         """The call's id, or its function name when the model gave it no id."""
         return self.call_id or self.name
+
+
+def never_sent_as_a_call(part: Part) -> bool:
+    """Whether ADK's Anthropic converter sends `part` as something other than its call.
+
+    ``part_to_message_block`` (``models/anthropic_llm.py``: 1.20.0:88,
+    2.6.2:304-323, 2.13.0:527-545) tries thinking (``thought`` with text or a
+    signature), then text, and only then ``function_call``; the first match
+    wins and the rest of the part is dropped. Only a malformed part holds both.
+    """
+    return bool(part.text or (part.thought and part.thought_signature))
 
 
 def live_event_mask(events: Sequence[Event]) -> list[bool]:
@@ -261,7 +272,7 @@ class PairingLedger:
             parts = content.parts
             if not parts:
                 continue
-            calls_here: list[tuple[int, FunctionCall]] | None = None
+            calls_here: list[tuple[int, Part]] | None = None
             part_index = -1
             for part in parts:
                 part_index += 1
@@ -270,9 +281,9 @@ class PairingLedger:
                     # Registered after the loop: a response never answers a
                     # call in its own event.
                     if calls_here is None:
-                        calls_here = [(part_index, function_call)]
+                        calls_here = [(part_index, part)]
                     else:
-                        calls_here.append((part_index, function_call))
+                        calls_here.append((part_index, part))
                 response = part.function_response
                 if response is None:
                     continue
@@ -323,16 +334,23 @@ class PairingLedger:
         }
         return successor
 
-    def _open_calls_of(
-        self, event: Event, index: int, calls_here: list[tuple[int, FunctionCall]]
-    ) -> None:
+    def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         newest_by_id = self._newest_by_id
         opened: dict[int, TrackedCall] = {}
         idless_here: dict[str, deque[TrackedCall]] | None = None
-        for part_index, function_call in calls_here:
+        for part_index, part in calls_here:
+            function_call: FunctionCall = part.function_call  # type: ignore[assignment]
             name = function_call.name or ""
             call_id = function_call.id or None
+            if never_sent_as_a_call(part):
+                # Malformed: the converter sends this part as its text, so a
+                # placeholder would answer a tool_use that is not there (an
+                # orphan tool_result, rejected). It is not a call on the wire,
+                # so it is not one here: a later result with its id reaches the
+                # model after the previous tool_use, which is where the ledger
+                # attributes it too.
+                continue
             # Positional: keyword construction costs a third more on this hot path.
             call = TrackedCall(
                 index,
@@ -352,7 +370,8 @@ class PairingLedger:
         # This event now owns every later id-less response of these names.
         if idless_here is not None:
             self._idless_open.update(idless_here)
-        self._open[index] = opened
+        if opened:
+            self._open[index] = opened
 
 
 def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
