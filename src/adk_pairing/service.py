@@ -32,6 +32,7 @@ from pydantic import PrivateAttr
 
 from .analysis import CallStatus, PairingLedger, build_ledger, is_rewind
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
+from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
 from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
 
 logger = logging.getLogger("adk_pairing")
@@ -152,6 +153,9 @@ class PairingSessionService(BaseSessionService):
                 f"cache off), got {analysis_cache_size!r}."
             )
         self._inner = inner
+        # Stores that do not refuse other owners' sessions themselves (see
+        # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
+        self._check_owner = not checks_ownership(inner)
         self._analysis_cache = AnalysisCache(analysis_cache_size)
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
@@ -200,7 +204,10 @@ class PairingSessionService(BaseSessionService):
         session = await self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        if session is None:
+        if session is None or (
+            self._check_owner
+            and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
+        ):
             self._analysis_cache.forget((app_name, user_id, session_id))
             return None
         full_read = config is None or (
@@ -211,10 +218,15 @@ class PairingSessionService(BaseSessionService):
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        return await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        listed = await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        if self._check_owner:
+            listed.sessions = owned_sessions(listed.sessions, app_name=app_name, user_id=user_id)
+        return listed
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         self._analysis_cache.forget((app_name, user_id, session_id))
+        if self._check_owner and not await self._may_change(app_name, user_id, session_id):
+            return  # as for a session that does not exist: nothing to delete
         await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -250,6 +262,12 @@ class PairingSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         view_state = _view_state_of(session)
         if view_state is None:
+            # A view's inner session passed the owner check when it was read;
+            # any other session object is checked against what is stored.
+            if self._check_owner and not await self._may_change(
+                session.app_name, session.user_id, session.id
+            ):
+                raise not_found(session.id)
             return await self._inner.append_event(session, event)
         inner = view_state.inner
         stored_before = len(inner.events)
@@ -266,6 +284,15 @@ class PairingSessionService(BaseSessionService):
             session.events = list(inner.events)
         _mirror_fields(session, inner)
         return appended
+
+    async def _may_change(self, app_name: str, user_id: str, session_id: str) -> bool:
+        """False when the store holds `session_id` for another app or user."""
+        stored = await self._inner.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return stored is None or is_owned_by(
+            stored, app_name=app_name, user_id=user_id, session_id=session_id
+        )
 
     # -- views --------------------------------------------------------------
 
