@@ -17,6 +17,7 @@ inside a running turn.
 from __future__ import annotations
 
 import logging
+import time
 from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any
@@ -32,6 +33,7 @@ from pydantic import PrivateAttr
 
 from .analysis import CallStatus, PairingLedger, build_ledger, is_rewind
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
+from .metrics import live_metrics
 from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
 from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
 
@@ -213,7 +215,13 @@ class PairingSessionService(BaseSessionService):
         full_read = config is None or (
             config.num_recent_events is None and config.after_timestamp is None
         )
-        return self._view_or_stored(session, log_missing=True, full_read=full_read)
+        metrics = live_metrics()  # None unless a meter provider is configured
+        if metrics is None:
+            return self._view_or_stored(session, log_missing=True, full_read=full_read)
+        started = time.perf_counter()
+        view = self._view_or_stored(session, log_missing=True, full_read=full_read)
+        metrics.record_read(app_name, time.perf_counter() - started)
+        return view
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -282,6 +290,8 @@ class PairingSessionService(BaseSessionService):
             )
             view_state.ledger = None
             session.events = list(inner.events)
+            if metrics := live_metrics():
+                metrics.count_fallback(inner.app_name, "append")
         _mirror_fields(session, inner)
         return appended
 
@@ -305,6 +315,8 @@ class PairingSessionService(BaseSessionService):
             view = self._build_view(stored, ledger)
             if log_missing:
                 self._log_missing(stored, ledger)
+                if (metrics := live_metrics()) and ledger.open_calls:
+                    metrics.count_placeholders(ledger, stored.app_name)
             return view
         except Exception:
             logger.exception(
@@ -312,6 +324,8 @@ class PairingSessionService(BaseSessionService):
                 _session_key(stored),
             )
             self._analysis_cache.forget(_cache_key(stored))
+            if metrics := live_metrics():
+                metrics.count_fallback(stored.app_name, "read")
             return stored
 
     def _ledger_for(self, stored: Session, *, full_read: bool) -> PairingLedger:
