@@ -72,9 +72,11 @@ _USER_NAME = re.compile(r"[^:/]*")  # SQLAlchemy's user-name class
 # ...). Both drivers pass query values on (asyncpg's `connect(**url.query)`,
 # redis-py's `parse_qs`), and their values run to the next "&": the fragment
 # ("#...") belongs to it for SQLAlchemy, which does not split fragments off.
+# An "&" not followed by another "key=" is taken as part of the value (a raw
+# "&" in a password), since the drivers would show the rest as a bare key.
 _SECRET_PARAM = re.compile(
     r"(?P<key>[?&;](?:[^=&#\s]*(?:pass|pwd|secret|token|key|credential|auth)[^=&#\s]*)=)"
-    r"(?P<value>[^&]*)",
+    r"(?P<value>(?:[^&]|&(?![^&=]*=))*)",
     re.IGNORECASE,
 )
 _SECRET_NAME = re.compile(r"pass|pwd|secret|token|key|credential|auth", re.IGNORECASE)
@@ -108,14 +110,22 @@ def _password_span(uri: str) -> tuple[int, int] | None:
 
 
 def _structural_mask(uri: str) -> str:
-    span = _password_span(uri)
-    if span is not None:
-        uri = f"{uri[: span[0]]}{_MASK}{uri[span[1] :]}"
-        query_from = span[0] + len(_MASK)
-    else:
-        query_from = 0
-    head, tail = uri[:query_from], uri[query_from:]
-    return head + _SECRET_PARAM.sub(lambda m: f"{m['key']}{_MASK}", tail)
+    """`uri` with the password span and every secret query value masked.
+
+    Both are found in the original text and masked together, so that a query
+    value the password span swallowed or touches is hidden whole.
+    """
+    spans = [span] if (span := _password_span(uri)) is not None else []
+    spans += [m.span("value") for m in _SECRET_PARAM.finditer(uri) if m["value"]]
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
+        uri = f"{uri[:start]}{_MASK}{uri[end:]}"
+    return uri
 
 
 def uri_passwords(uri: str) -> list[str]:
@@ -180,8 +190,18 @@ def mask_uri(uri: str) -> str:
     """
     masked = _structural_mask(uri)
     # A net under the structural rule: should a driver read a password the
-    # rule did not cover, it is masked wherever it shows.
+    # rule did not cover, it is masked wherever it shows. One the rule did
+    # cover is not searched for: it may also be the user name, shown on purpose.
+    covered = [
+        value
+        for match in _SECRET_PARAM.finditer(uri)
+        for value in (match["value"], unquote(match["value"]))
+    ]
+    for password in uri_passwords(uri):
+        covered += [password, unquote(password)]
     for secret in _driver_passwords(inner_uri(uri)):
+        if any(secret in value for value in covered):
+            continue
         if len(secret) >= MIN_SECRET_FRAGMENT and secret in masked:
             masked = masked.replace(secret, _MASK)
     return masked
@@ -199,9 +219,19 @@ def mask_secrets(text: str, *uris: str | None, embedded: bool = True) -> str:
     for uri in uris:
         if not uri:
             continue
-        text = text.replace(uri, mask_uri(uri))
+        # The URI's own masked forms stay readable: a password that is also a
+        # word of the URI ("postgres://postgres:postgres@...") would otherwise
+        # mask the scheme and user name too. They are set aside meanwhile.
+        forms = {uri, inner_uri(uri), PAIRING_PREFIX + inner_uri(uri)}
+        kept = sorted({mask_uri(form) for form in forms}, key=len, reverse=True)
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, mask_uri(form))
+        for index, masked in enumerate(kept):
+            text = text.replace(masked, f"\x00{index}\x00")
         for secret in uri_secrets(uri):
             text = text.replace(secret, _MASK)
+        for index, masked in enumerate(kept):
+            text = text.replace(f"\x00{index}\x00", masked)
     if not embedded:
         return text
     return _EMBEDDED_URI.sub(lambda m: mask_uri(m.group(0)), text)

