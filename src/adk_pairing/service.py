@@ -23,6 +23,7 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -37,6 +38,8 @@ from google.adk.sessions.session import Session
 from .analysis import CallStatus, PairingLedger, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import PAIRING_PREFIX, create_inner_session_service, is_pairing_uri, mask_uri
+from .metrics import live_metrics
+from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
 from .repair import PlaceholderTexts, repair_history
 from .view import PairedSession, mirror_fields, paired_view, view_state_of
 
@@ -126,6 +129,9 @@ class PairingSessionService(BaseSessionService):
                 f"cache off), got {analysis_cache_size!r}."
             )
         self._inner = inner
+        # Stores that do not refuse other owners' sessions themselves (see
+        # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
+        self._check_owner = not checks_ownership(inner)
         self._analysis_cache = AnalysisCache(analysis_cache_size)
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
@@ -174,21 +180,35 @@ class PairingSessionService(BaseSessionService):
         session = await self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        if session is None:
+        if session is None or (
+            self._check_owner
+            and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
+        ):
             self._analysis_cache.forget((app_name, user_id, session_id))
             return None
         full_read = config is None or (
             config.num_recent_events is None and config.after_timestamp is None
         )
-        return self._view_or_stored(session, log_missing=True, full_read=full_read)
+        metrics = live_metrics()  # None unless a meter provider is configured
+        if metrics is None:
+            return self._view_or_stored(session, log_missing=True, full_read=full_read)
+        started = time.perf_counter()
+        view = self._view_or_stored(session, log_missing=True, full_read=full_read)
+        metrics.record_read(app_name, time.perf_counter() - started)
+        return view
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        return await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        listed = await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        if self._check_owner:
+            listed.sessions = owned_sessions(listed.sessions, app_name=app_name, user_id=user_id)
+        return listed
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         self._analysis_cache.forget((app_name, user_id, session_id))
+        if self._check_owner and not await self._may_change(app_name, user_id, session_id):
+            return  # as for a session that does not exist: nothing to delete
         await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -224,6 +244,12 @@ class PairingSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         view_state = view_state_of(session)
         if view_state is None:
+            # A view's inner session passed the owner check when it was read;
+            # any other session object is checked against what is stored.
+            if self._check_owner and not await self._may_change(
+                session.app_name, session.user_id, session.id
+            ):
+                raise not_found(session.id)
             return await self._inner.append_event(session, event)
         inner = view_state.inner
         stored_before = len(inner.events)
@@ -237,8 +263,19 @@ class PairingSessionService(BaseSessionService):
                 _session_key(inner),
             )
             view_state.serve_unrepaired(session)
+            if metrics := live_metrics():
+                metrics.count_fallback(inner.app_name, "append")
         mirror_fields(session, inner)
         return appended
+
+    async def _may_change(self, app_name: str, user_id: str, session_id: str) -> bool:
+        """False when the store holds `session_id` for another app or user."""
+        stored = await self._inner.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return stored is None or is_owned_by(
+            stored, app_name=app_name, user_id=user_id, session_id=session_id
+        )
 
     # -- views --------------------------------------------------------------
 
@@ -252,6 +289,8 @@ class PairingSessionService(BaseSessionService):
             view = paired_view(stored, ledger, repaired, self._texts)
             if log_missing:
                 self._log_missing(stored, ledger)
+                if (metrics := live_metrics()) and ledger.open_calls:
+                    metrics.count_placeholders(ledger, stored.app_name)
             return view
         except Exception:
             logger.exception(
@@ -259,6 +298,8 @@ class PairingSessionService(BaseSessionService):
                 _session_key(stored),
             )
             self._analysis_cache.forget(_cache_key(stored))
+            if metrics := live_metrics():
+                metrics.count_fallback(stored.app_name, "read")
             return stored
 
     def _ledger_for(self, stored: Session, *, full_read: bool) -> PairingLedger:
