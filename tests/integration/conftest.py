@@ -131,6 +131,8 @@ def rule_table() -> dict[str, dict[str, list[int]]]:
         if request.setup not in SETUPS:
             continue
         for rule in RULES:
+            if rule not in request.rules:
+                continue  # not checked on this model's requests (see Script.rules)
             cell = table[rule][request.setup]
             cell[1] += 1
             cell[0] += bool(request.rules.get(rule))

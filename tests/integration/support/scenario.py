@@ -37,13 +37,16 @@ from google.genai import types
 import adk_pairing
 from adk_pairing import PairingSessionService, analyze, is_synthetic
 from adk_pairing.analysis import CallStatus, TrackedCall
+from adk_pairing.checks import RULES
 
 from .backends import Backend
 from .scripted_model import (
+    GEMINI_RULES,
     RecordedRequest,
     Script,
     ScriptedClaude,
     ScriptedGemini,
+    ScriptedLiteLlm,
     Step,
     setup_label,
     user_text,
@@ -156,9 +159,12 @@ class Harness:
             steps=list(steps),
             strict=strict,
             setup=setup_label(wrapped=wrapped, pairing_plugin=has_pairing_plugin(plugins)),
+            rules=GEMINI_RULES if model == "gemini" else RULES,
         )
         toolbox = toolbox or Toolbox()
-        model_class = ScriptedClaude if model == "claude" else ScriptedGemini
+        model_class = {"claude": ScriptedClaude, "gemini": ScriptedGemini}.get(
+            model, ScriptedLiteLlm
+        )
         agent = LlmAgent(
             name=AGENT_NAME,
             model=model_class(script=script),

@@ -33,14 +33,18 @@ from typing import Any
 
 from google.adk.models.anthropic_llm import AnthropicLlm
 from google.adk.models.base_llm import BaseLlm
+from google.adk.models.lite_llm import LiteLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from adk_pairing.checks import anthropic_pairing_violations, request_violations
+from adk_pairing.checks import RULES, anthropic_pairing_violations, request_violations
 
 #: One scripted step: a fixed response, or a function of the request.
 Step = LlmResponse | Callable[[LlmRequest], LlmResponse]
+
+#: The rules checked on requests to a Gemini-style model (ids stripped by ADK).
+GEMINI_RULES = ("gemini", "strict_alternation")
 
 #: Setups a harness runs under, in the order the rule table shows them.
 PLAIN_ADK = "plain ADK"
@@ -128,6 +132,11 @@ class Script:
     requests: list[RecordedRequest] = field(default_factory=list)
     #: Which setup produced the requests (see `setup_label`), for the table.
     setup: str = "unlabelled"
+    #: The rules that apply to this model's requests: all four for models ADK
+    #: pairs by id (Claude, LiteLlm), whose requests go to strict providers;
+    #: a Gemini-bound request has ADK's ids stripped on purpose and would never
+    #: be converted for LiteLlm or Anthropic.
+    rules: tuple[str, ...] = RULES
 
     def extend(self, steps: Iterable[Step]) -> None:
         self.steps.extend(steps)
@@ -138,7 +147,7 @@ class Script:
         recorded = RecordedRequest(
             contents=contents,
             violations=violations,
-            rules=request_violations(contents),
+            rules=request_violations(contents, self.rules),
             setup=self.setup,
             test=os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
         )
@@ -180,6 +189,24 @@ class ScriptedGemini(BaseLlm):
 
     model: str = "scripted-gemini"
     script: Script
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        yield self.script.respond(llm_request)
+
+
+class ScriptedLiteLlm(LiteLlm):
+    """A scripted model ADK treats like an OpenAI model behind LiteLlm.
+
+    Its requests are checked like the others; the OpenAI chat rule is what
+    LiteLlm's own conversion of them would send.
+    """
+
+    script: Script
+
+    def __init__(self, *, script: Script) -> None:
+        super().__init__(model="openai/scripted", script=script)
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
