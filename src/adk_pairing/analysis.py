@@ -242,6 +242,7 @@ class PairingLedger:
         settled: list[TrackedCall] | None = None,
         *,
         stop_at_rewind: bool = False,
+        answered_at: list[tuple[int, int]] | None = None,
     ) -> int | None:
         """Records `events`, the first at index `start`; returns None when all are recorded.
 
@@ -249,7 +250,9 @@ class PairingLedger:
         seen, so it is written for that: no call per event, nothing allocated
         for an event without calls, and only the fields the rules need are
         read (each is a likely cache miss on freshly loaded events). Earlier
-        calls that the events answer are appended to `settled` when given.
+        calls that the events answer are appended to `settled` when given,
+        and, in step with it, the (event index, part index) of each answering
+        response to `answered_at` (the request pass moves responses by it).
 
         With `stop_at_rewind`, it stops at the first rewind (`is_rewind`, with
         or without content) and returns that event's index, so the caller can
@@ -303,9 +306,26 @@ class PairingLedger:
                     del open_slots[call.event_index]
                 if settled is not None:
                     settled.append(call)
+                    if answered_at is not None:
+                        answered_at.append((index, part_index))
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
         return None
+
+    def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
+        """Accounts for calls that are answered right where they stand, without tracking them.
+
+        What walking them and their answers would leave behind: an id-ed call
+        makes the open call with its id unreachable (a later response with the
+        id finds the newer, answered call), and an event of id-less calls owns
+        later id-less responses of their names (which then answer nothing).
+        The request pass uses it to skip stretches it has checked already.
+        """
+        for call_id, name in calls:
+            if call_id:
+                self._newest_by_id.pop(call_id, None)
+            else:
+                self._idless_open[name] = deque()
 
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
