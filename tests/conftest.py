@@ -24,6 +24,11 @@ REDIS_URL = os.environ.get("ADK_PAIRING_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# litellm (the OpenAI chat check converts with ADK's LiteLlm) fetches its model
+# price map from the internet on import unless told to use the bundled copy;
+# every test's traffic stays on 127.0.0.1.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 
 def _port_open(host: str, port: int) -> bool:
     try:

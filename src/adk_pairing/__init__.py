@@ -4,12 +4,16 @@
 *repaired views*: every function call that no later event answers is followed
 by a synthetic result, so providers that enforce strict call/result pairing
 accept the conversation. The stored history is never modified.
+
+`PairingPlugin` is the request-time half: a final pass over every model
+request that makes it satisfy every provider's pairing rules.
 """
 
 from .adk_services import register_pairing_schemes
 from .analysis import CallStatus, PairingReport, TrackedCall, analyze
 from .config import ConfigError, load_config, load_session_service
 from .factory import create_session_service, mask_uri
+from .plugin import PairingPlugin
 from .repair import (
     DEFAULT_MISSING_TEXT,
     DEFAULT_PENDING_TEXT,
@@ -27,6 +31,7 @@ __all__ = [
     "CallStatus",
     "ConfigError",
     "PairedSession",
+    "PairingPlugin",
     "PairingReport",
     "PairingSessionService",
     "PlaceholderTexts",

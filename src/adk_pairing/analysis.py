@@ -213,6 +213,7 @@ class PairingLedger:
         settled: list[TrackedCall] | None = None,
         *,
         stop_at_rewind: bool = False,
+        answered_at: list[tuple[int, int]] | None = None,
     ) -> int | None:
         """Records `events`, the first at index `start`; returns None when all are recorded.
 
@@ -220,7 +221,9 @@ class PairingLedger:
         seen, so it is written for that: no call per event, nothing allocated
         for an event without calls, and only the fields the rules need are
         read (each is a likely cache miss on freshly loaded events). Earlier
-        calls that the events answer are appended to `settled` when given.
+        calls that the events answer are appended to `settled` when given,
+        and, in step with it, the (event index, part index) of each answering
+        response to `answered_at` (the request pass moves responses by it).
 
         With `stop_at_rewind`, it stops at the first content-less event that
         carries a rewind and returns that event's index, so the caller can
@@ -272,6 +275,8 @@ class PairingLedger:
                     del open_slots[call.event_index]
                 if settled is not None:
                     settled.append(call)
+                    if answered_at is not None:
+                        answered_at.append((index, part_index))
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
         return None

@@ -158,21 +158,24 @@ _EMPTY_CONTENT = types.Content.model_construct()
 _EMPTY_EVENT = Event.model_construct(author=FALLBACK_AUTHOR, invocation_id="")
 
 
-def _response_part(call: TrackedCall, status: CallStatus, texts: PlaceholderTexts) -> types.Part:
-    """The placeholder result for `call`, built without google-genai's validation.
+def placeholder_part(
+    call_id: str | None, name: str, status: CallStatus, texts: PlaceholderTexts
+) -> types.Part:
+    """The placeholder result for a call, built without google-genai's validation.
 
     ``types.Part(...)`` and ``types.FunctionResponse(...)`` each run
     google-genai's before-validator (a Python loop over every field of the
     model); for a call event appended through a view that was 40% of building
     its synthetic event. The values are strings and a dict made right here,
     so there is nothing to validate, and the result equals the validated one
-    (same values, same fields set, same JSON).
+    (same values, same fields set, same JSON). The view and the request pass
+    (`adk_pairing.contents`) both answer with exactly this part.
     """
     response = _clone(
         _EMPTY_RESPONSE,
         {
-            "id": call.call_id,
-            "name": call.name,
+            "id": call_id,
+            "name": name,
             "response": {"status": status.value, "message": texts.for_status(status)},
         },
     )
@@ -213,7 +216,7 @@ class RepairedSlot:
         self._missing: dict[int, str] = {}
         for call in open_calls:
             status = call.status
-            self._parts[call.part_index] = _response_part(call, status, texts)
+            self._parts[call.part_index] = placeholder_part(call.call_id, call.name, status, texts)
             self._entries[call.part_index] = {
                 "id": call.call_id,
                 "name": call.name,

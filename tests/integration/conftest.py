@@ -7,13 +7,16 @@ and a missing server skips those (fails under CI=true, see tests/conftest.py).
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adk_pairing.checks import RULES
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, REDIS_URL, require_server
 
 from .support.backends import (
@@ -22,6 +25,7 @@ from .support.backends import (
     assert_nothing_synthetic_stored,
     open_backend,
 )
+from .support.scripted_model import REQUEST_LOG, SETUPS, VIEW_AND_PLUGIN
 
 _MARKS = {
     "db-postgres": [pytest.mark.postgres],
@@ -102,3 +106,62 @@ async def backend(
     opened = await open_store(backend_spec)
     yield opened
     assert_nothing_synthetic_stored(await opened.raw_storage_text())
+
+
+@pytest.fixture(autouse=True)
+def requests_with_the_plugin_pass_every_rule() -> Iterator[None]:
+    """Whatever the test asserts, every request a model received with the view and
+    `PairingPlugin` both on passes all four rules of `adk_pairing.checks`."""
+    first = len(REQUEST_LOG)
+    yield
+    broken = [
+        (number, request.broken_rules)
+        for number, request in enumerate(REQUEST_LOG[first:])
+        if request.setup == VIEW_AND_PLUGIN and request.broken_rules
+    ]
+    assert not broken, f"requests with view + plugin broke a provider's rule: {broken}"
+
+
+def rule_table() -> dict[str, dict[str, list[int]]]:
+    """For each rule and setup: [requests breaking the rule, requests recorded]."""
+    table: dict[str, dict[str, list[int]]] = {
+        rule: {setup: [0, 0] for setup in SETUPS} for rule in RULES
+    }
+    for request in REQUEST_LOG:
+        if request.setup not in SETUPS:
+            continue
+        for rule in RULES:
+            if rule not in request.rules:
+                continue  # not checked on this model's requests (see Script.rules)
+            cell = table[rule][request.setup]
+            cell[1] += 1
+            cell[0] += bool(request.rules.get(rule))
+    return table
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The issue-12 table over every request the integration scenarios recorded.
+
+    Set ``ADK_PAIRING_RULE_TABLE=path`` to also get it as JSON (with the tests
+    behind each violation).
+    """
+    if not REQUEST_LOG:
+        return
+    table = rule_table()
+    shown = [s for s in SETUPS if any(table[r][s][1] for r in RULES)]
+    terminalreporter.section("requests breaking each provider rule (adk_pairing.checks)")
+    terminalreporter.write_line(" | ".join(["rule", *shown]))
+    for rule in RULES:
+        cells = [f"{table[rule][s][0]} of {table[rule][s][1]}" for s in shown]
+        terminalreporter.write_line(" | ".join([rule, *cells]))
+    target = os.environ.get("ADK_PAIRING_RULE_TABLE")
+    if target:
+        detail = {
+            "table": table,
+            "violations": [
+                {"test": r.test, "setup": r.setup, "rules": r.broken_rules}
+                for r in REQUEST_LOG
+                if r.broken_rules
+            ],
+        }
+        Path(target).write_text(json.dumps(detail, indent=1))

@@ -34,16 +34,21 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.long_running_tool import LongRunningFunctionTool
 from google.genai import types
 
+import adk_pairing
 from adk_pairing import PairingSessionService, analyze, is_synthetic
 from adk_pairing.analysis import CallStatus, TrackedCall
+from adk_pairing.checks import RULES
 
 from .backends import Backend
 from .scripted_model import (
+    GEMINI_RULES,
     RecordedRequest,
     Script,
     ScriptedClaude,
     ScriptedGemini,
+    ScriptedLiteLlm,
     Step,
+    setup_label,
     user_text,
 )
 
@@ -157,9 +162,16 @@ class Harness:
         plugins: Sequence[BasePlugin] = (),
         toolbox: Toolbox | None = None,
     ) -> Harness:
-        script = Script(steps=list(steps), strict=strict)
+        script = Script(
+            steps=list(steps),
+            strict=strict,
+            setup=setup_label(wrapped=wrapped, pairing_plugin=has_pairing_plugin(plugins)),
+            rules=GEMINI_RULES if model == "gemini" else RULES,
+        )
         toolbox = toolbox or Toolbox()
-        model_class = ScriptedClaude if model == "claude" else ScriptedGemini
+        model_class = {"claude": ScriptedClaude, "gemini": ScriptedGemini}.get(
+            model, ScriptedLiteLlm
+        )
         agent = LlmAgent(
             name=AGENT_NAME,
             model=model_class(script=script),
@@ -310,6 +322,12 @@ class Harness:
         ]
 
 
+def has_pairing_plugin(plugins: Sequence[BasePlugin]) -> bool:
+    """True when adk-pairing's request pass is among `plugins`."""
+    plugin_type = getattr(adk_pairing, "PairingPlugin", None)
+    return plugin_type is not None and any(isinstance(p, plugin_type) for p in plugins)
+
+
 # -- comparing events ---------------------------------------------------------
 
 
@@ -385,6 +403,13 @@ def assert_every_request_valid(script: Script) -> None:
     assert script.requests, "the model received no request at all"
     violations = script.all_violations()
     assert not violations, f"invalid requests reached the model: {violations}"
+
+
+def assert_every_rule_holds(script: Script) -> None:
+    """Every request the model received passes all four rules of `adk_pairing.checks`."""
+    assert script.requests, "the model received no request at all"
+    violations = script.all_rule_violations()
+    assert not violations, f"requests breaking a provider's rule reached the model: {violations}"
 
 
 def placeholder_ids(request: RecordedRequest, status: str) -> list[str | None]:

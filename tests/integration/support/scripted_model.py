@@ -2,8 +2,12 @@
 
 The runner under test is a real `google.adk.runners.Runner`; only the provider
 is replaced. Each request is recorded (a deep copy, because ADK reuses and
-mutates request objects) together with the Anthropic pairing violations of its
-contents, so a test can assert "every request the model received was valid".
+mutates request objects) together with its violations of every rule in
+`adk_pairing.checks` (Anthropic, OpenAI chat through LiteLlm, Gemini, strict
+alternation), so a test can assert "every request the model received was
+valid". Every request is also appended to `REQUEST_LOG` under its harness's
+setup (plain ADK, view alone, view + plugin), from which the integration
+conftest prints the rule x setup table at the end of the run.
 
 Two model classes share one `Script`:
 
@@ -22,20 +26,41 @@ invalid request: it raises `AnthropicPairingRejected` instead of answering.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from google.adk.models.anthropic_llm import AnthropicLlm
 from google.adk.models.base_llm import BaseLlm
+from google.adk.models.lite_llm import LiteLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.checks import RULES, anthropic_pairing_violations, request_violations
 
 #: One scripted step: a fixed response, or a function of the request.
 Step = LlmResponse | Callable[[LlmRequest], LlmResponse]
+
+#: The rules checked on requests to a Gemini-style model (ids stripped by ADK).
+GEMINI_RULES = ("gemini", "strict_alternation")
+
+#: Setups a harness runs under, in the order the rule table shows them.
+PLAIN_ADK = "plain ADK"
+VIEW_ALONE = "view alone"
+VIEW_AND_PLUGIN = "view+plugin"
+PLUGIN_ALONE = "plugin alone"
+SETUPS = (VIEW_ALONE, PLAIN_ADK, VIEW_AND_PLUGIN, PLUGIN_ALONE)
+
+#: Every request any scripted model received in this test run.
+REQUEST_LOG: list[RecordedRequest] = []
+
+
+def setup_label(*, wrapped: bool, pairing_plugin: bool) -> str:
+    if pairing_plugin:
+        return VIEW_AND_PLUGIN if wrapped else PLUGIN_ALONE
+    return VIEW_ALONE if wrapped else PLAIN_ADK
 
 
 class AnthropicPairingRejected(Exception):
@@ -48,10 +73,21 @@ class ScriptExhausted(AssertionError):
 
 @dataclass
 class RecordedRequest:
-    """One request as the model received it, and what was wrong with it."""
+    """One request as the model received it, and what was wrong with it.
+
+    ``violations`` is Anthropic's positional pairing alone (what ``strict``
+    rejects, as before); ``rules`` has every rule's violations.
+    """
 
     contents: list[types.Content]
     violations: list[str]
+    rules: dict[str, list[str]] = field(default_factory=dict)
+    setup: str = "unlabelled"
+    test: str = ""
+
+    @property
+    def broken_rules(self) -> dict[str, list[str]]:
+        return {rule: found for rule, found in self.rules.items() if found}
 
     @property
     def function_responses(self) -> list[types.FunctionResponse]:
@@ -94,6 +130,13 @@ class Script:
     steps: list[Step] = field(default_factory=list)
     strict: bool = False
     requests: list[RecordedRequest] = field(default_factory=list)
+    #: Which setup produced the requests (see `setup_label`), for the table.
+    setup: str = "unlabelled"
+    #: The rules that apply to this model's requests: all four for models ADK
+    #: pairs by id (Claude, LiteLlm), whose requests go to strict providers;
+    #: a Gemini-bound request has ADK's ids stripped on purpose and would never
+    #: be converted for LiteLlm or Anthropic.
+    rules: tuple[str, ...] = RULES
 
     def extend(self, steps: Iterable[Step]) -> None:
         self.steps.extend(steps)
@@ -101,7 +144,15 @@ class Script:
     def respond(self, llm_request: LlmRequest) -> LlmResponse:
         contents = copy.deepcopy(list(llm_request.contents or ()))
         violations = anthropic_pairing_violations(contents)
-        self.requests.append(RecordedRequest(contents=contents, violations=violations))
+        recorded = RecordedRequest(
+            contents=contents,
+            violations=violations,
+            rules=request_violations(contents, self.rules),
+            setup=self.setup,
+            test=os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
+        )
+        self.requests.append(recorded)
+        REQUEST_LOG.append(recorded)
         if violations and self.strict:
             raise AnthropicPairingRejected(
                 "messages: tool_use ids were found without tool_result blocks "
@@ -119,6 +170,15 @@ class Script:
     def all_violations(self) -> list[str]:
         return [v for request in self.requests for v in request.violations]
 
+    def all_rule_violations(self) -> list[str]:
+        """Every violation of any rule, prefixed with request number and rule."""
+        return [
+            f"request {number} {rule}: {violation}"
+            for number, request in enumerate(self.requests)
+            for rule, found in request.rules.items()
+            for violation in found
+        ]
+
     @property
     def last(self) -> RecordedRequest:
         return self.requests[-1]
@@ -129,6 +189,24 @@ class ScriptedGemini(BaseLlm):
 
     model: str = "scripted-gemini"
     script: Script
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        yield self.script.respond(llm_request)
+
+
+class ScriptedLiteLlm(LiteLlm):
+    """A scripted model ADK treats like an OpenAI model behind LiteLlm.
+
+    Its requests are checked like the others; the OpenAI chat rule is what
+    LiteLlm's own conversion of them would send.
+    """
+
+    script: Script
+
+    def __init__(self, *, script: Script) -> None:
+        super().__init__(model="openai/scripted", script=script)
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False

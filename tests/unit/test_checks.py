@@ -1,0 +1,297 @@
+"""Guard tests for the four provider rules in `adk_pairing.checks`.
+
+Each rule gets the broken input it exists for (it must report it) and the
+valid neighbour of that input (it must stay silent). The rules convert with
+ADK's real converters, so these run on whatever google-adk is installed and
+must give the verdicts below on every supported version.
+"""
+
+from __future__ import annotations
+
+from google.genai import types
+
+from adk_pairing.checks import (
+    RULES,
+    anthropic_pairing_violations,
+    anthropic_violations,
+    gemini_violations,
+    openai_chat_message_violations,
+    openai_chat_violations,
+    request_violations,
+    satisfies_anthropic_pairing,
+    strict_alternation_violations,
+    to_openai_chat_messages,
+)
+
+
+def call(name: str, call_id: str | None = None) -> types.Part:
+    return types.Part(function_call=types.FunctionCall(name=name, args={}, id=call_id))
+
+
+def response(name: str, call_id: str | None = None) -> types.Part:
+    return types.Part(
+        function_response=types.FunctionResponse(name=name, response={"ok": True}, id=call_id)
+    )
+
+
+def text(value: str) -> types.Part:
+    return types.Part(text=value)
+
+
+def user(*parts: types.Part) -> types.Content:
+    return types.Content(role="user", parts=list(parts))
+
+
+def model(*parts: types.Part) -> types.Content:
+    return types.Content(role="model", parts=list(parts))
+
+
+ANSWERED = [
+    user(text("weather?")),
+    model(call("lookup", "c1")),
+    user(response("lookup", "c1")),
+    model(text("Sunny.")),
+    user(text("thanks")),
+]
+DANGLING = [user(text("weather?")), model(call("lookup", "c1")), user(text("hello?"))]
+
+
+def test_a_valid_request_passes_every_rule() -> None:
+    assert request_violations(ANSWERED) == {rule: [] for rule in RULES}
+
+
+def test_request_violations_reports_each_rule_by_name() -> None:
+    found = request_violations(DANGLING)
+    assert list(found) == list(RULES)
+    assert found["anthropic"] and found["gemini"]
+
+
+# -- Anthropic ----------------------------------------------------------------
+
+
+def test_anthropic_rejects_a_call_answered_by_plain_text() -> None:
+    assert anthropic_violations(DANGLING) == [
+        "message 1: tool_use ids ['c1'] were found without tool_result blocks immediately after"
+    ]
+    assert not satisfies_anthropic_pairing(DANGLING)
+    assert satisfies_anthropic_pairing(ANSWERED)
+
+
+def test_anthropic_rejects_a_result_that_is_not_leading() -> None:
+    contents = [
+        user(text("q")),
+        model(call("a", "c1")),
+        user(text("by the way"), response("a", "c1")),
+    ]
+    assert anthropic_pairing_violations(contents)
+    assert not anthropic_pairing_violations(
+        [user(text("q")), model(call("a", "c1")), user(response("a", "c1"), text("by the way"))]
+    )
+
+
+def test_anthropic_rejects_a_result_without_its_call() -> None:
+    assert anthropic_pairing_violations(
+        [user(text("q")), model(text("hm")), user(response("a", "x"))]
+    )
+
+
+def test_anthropic_sees_an_unanswered_id_less_call_after_an_answered_one() -> None:
+    """On google-adk 1.39.1 -> 2.9.2 ADK's converter gives both id-less calls the
+    id ``toolu_fallback_0``, so the second looks answered by the first's result.
+    The checker pairs id-less calls positionally and sees it on every version."""
+    contents = [
+        user(text("q")),
+        model(call("lookup")),
+        user(response("lookup")),
+        model(text("ok")),
+        user(text("again")),
+        model(call("lookup")),
+        user(text("hello?")),
+    ]
+    assert anthropic_pairing_violations(contents) == [
+        "message 5: tool_use ids ['<no id: lookup>'] were found without tool_result "
+        "blocks immediately after"
+    ]
+    assert not anthropic_pairing_violations(contents[:5])
+
+
+def test_anthropic_does_not_let_an_id_less_result_answer_a_call_two_turns_back() -> None:
+    """2.10+ pairs an id-less result with the oldest pending call of its name
+    anywhere in the request; pairing on the wire is positional."""
+    contents = [
+        user(text("q")),
+        model(call("lookup")),
+        user(text("hello?")),
+        model(call("lookup", "c2")),
+        user(response("lookup")),
+    ]
+    violations = anthropic_pairing_violations(contents)
+    assert any("<no id: lookup>" in v and "message 1" in v for v in violations)
+    assert any("'c2'" in v for v in violations)
+
+
+def test_anthropic_pairs_id_less_parallel_calls_by_name() -> None:
+    contents = [
+        user(text("q")),
+        model(call("a"), call("b")),
+        user(response("b"), response("a")),
+    ]
+    assert not anthropic_pairing_violations(contents)
+    assert anthropic_pairing_violations([*contents[:2], user(response("b"), text("?"))])
+
+
+def test_anthropic_keeps_ids_the_api_would_refuse_apart() -> None:
+    """Ids with characters outside [a-zA-Z0-9_-] are rewritten by ADK >= 1.39; the
+    checker maps each to its own id, so a mismatch stays a mismatch."""
+    broken = [user(text("q")), model(call("a", "call.1")), user(response("a", "call.2"))]
+    assert anthropic_pairing_violations(broken)
+    assert not anthropic_pairing_violations(
+        [user(text("q")), model(call("a", "call.1")), user(response("a", "call.1"))]
+    )
+
+
+def test_anthropic_rejects_text_and_call_in_one_part() -> None:
+    """ADK's converter reads ``part.text`` first and drops the call, so the
+    result answers nothing (every version)."""
+    both = types.Part(text="let me look", function_call=types.FunctionCall(name="a", id="c1"))
+    contents = [user(text("q")), model(both), user(response("a", "c1"))]
+    assert anthropic_pairing_violations(contents) == [
+        "message 2: tool_result 'c1' has no tool_use in the previous message"
+    ]
+
+
+def test_anthropic_rejects_duplicate_tool_use_ids() -> None:
+    contents = [
+        user(text("q")),
+        model(call("a", "call_1")),
+        user(response("a", "call_1")),
+        model(call("b", "call_1")),
+        user(response("b", "call_1")),
+    ]
+    assert not anthropic_pairing_violations(contents), "pairing alone is positional"
+    assert anthropic_violations(contents) == [
+        "tool_use id 'call_1' is used by 2 calls; ids must be unique"
+    ]
+    renamed = [*contents[:3], model(call("b", "call_2")), user(response("b", "call_2"))]
+    assert not anthropic_violations(renamed)
+
+
+# -- OpenAI chat through LiteLlm ------------------------------------------------
+
+
+def test_openai_chat_messages_are_what_lite_llm_builds() -> None:
+    messages = to_openai_chat_messages(ANSWERED)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "user"]
+    assert messages[2]["tool_call_id"] == "c1"
+
+
+def test_openai_chat_rejects_calls_stored_without_ids() -> None:
+    contents = [user(text("q")), model(call("lookup")), user(response("lookup"))]
+    violations = openai_chat_violations(contents)
+    assert "message 1: a tool_call has an empty id" in violations
+    assert "message 2: tool message with an empty tool_call_id" in violations
+    assert not openai_chat_violations(ANSWERED)
+
+
+def test_openai_chat_rejects_a_tool_message_without_a_call() -> None:
+    contents = [user(text("q")), model(text("hm")), user(response("lookup", "c9"))]
+    assert openai_chat_violations(contents) == [
+        "message 2: tool message for 'c9' follows no assistant message with tool_calls"
+    ]
+
+
+def test_openai_chat_message_rule_rejects_uncovered_and_foreign_tool_calls() -> None:
+    """The message-level rule, on messages as LiteLlm 1.20.0 sends them (it has
+    no ``_ensure_tool_results``) and as any client may build them."""
+
+    def assistant(*ids: str) -> dict:
+        calls = [{"type": "function", "id": i, "function": {"name": "f"}} for i in ids]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    def tool(tool_call_id: str) -> dict:
+        return {"role": "tool", "tool_call_id": tool_call_id, "content": "{}"}
+
+    question = {"role": "user", "content": "q"}
+    assert openai_chat_message_violations([question, assistant("a", "b"), tool("a"), question]) == [
+        "message 1: tool_calls ['b'] are not followed by tool messages"
+    ]
+    assert openai_chat_message_violations([question, assistant("a"), tool("z")]) == [
+        "message 2: tool message for 'z' answers no tool_call of message 1",
+        "message 1: tool_calls ['a'] are not followed by tool messages",
+    ]
+    assert openai_chat_message_violations([question, assistant("a", "a"), tool("a")]) == [
+        "message 1: tool_call id 'a' appears 2 times"
+    ]
+    assert not openai_chat_message_violations(
+        [question, assistant("a", "b"), tool("b"), tool("a"), question]
+    )
+
+
+# -- Gemini ---------------------------------------------------------------------
+
+
+def test_gemini_rejects_fewer_responses_than_calls() -> None:
+    contents = [
+        user(text("q")),
+        model(call("a", "c1"), call("b", "c2")),
+        user(response("a", "c1")),
+    ]
+    assert gemini_violations(contents) == [
+        "content 1: function calls [('c2', 'b')] have no response in the next content"
+    ]
+    assert not gemini_violations([*contents[:2], user(response("b", "c2"), response("a", "c1"))])
+
+
+def test_gemini_rejects_extra_or_foreign_responses() -> None:
+    contents = [
+        user(text("q")),
+        model(call("a", "c1")),
+        user(response("a", "c1"), response("a", "c7")),
+    ]
+    assert gemini_violations(contents) == [
+        "content 2: function responses [('c7', 'a')] answer no call of content 1"
+    ]
+
+
+def test_gemini_rejects_responses_after_a_turn_without_calls() -> None:
+    contents = [user(text("q")), model(text("hm")), user(response("a", "c1"))]
+    assert gemini_violations(contents) == [
+        "content 2: function responses [('c1', 'a')] follow no function call turn"
+    ]
+
+
+def test_gemini_matches_id_less_calls_by_name() -> None:
+    assert not gemini_violations([user(text("q")), model(call("a")), user(response("a"))])
+    assert gemini_violations([user(text("q")), model(call("a")), user(response("b"))])
+
+
+# -- strict alternation ---------------------------------------------------------
+
+
+def test_strict_alternation_rejects_a_result_followed_by_user_text() -> None:
+    """What a placeholder followed by the user's next message looks like."""
+    contents = [
+        user(text("q")),
+        model(call("a", "c1")),
+        user(response("a", "c1")),
+        user(text("hello?")),
+    ]
+    assert strict_alternation_violations(contents) == [
+        "messages 2 and 3: two consecutive 'user' messages"
+    ]
+    merged = [*contents[:2], user(response("a", "c1"), text("hello?"))]
+    assert not strict_alternation_violations(merged)
+
+
+def test_strict_alternation_rejects_a_conversation_opened_by_the_model() -> None:
+    assert strict_alternation_violations([model(text("hi")), user(text("q"))]) == [
+        "message 0: the conversation starts with 'assistant'"
+    ]
+
+
+def test_strict_alternation_ignores_turns_the_converter_drops() -> None:
+    """An empty content sends nothing, so it separates nothing either."""
+    contents = [user(text("q")), types.Content(role="model", parts=[]), user(text("again"))]
+    assert strict_alternation_violations(contents) == [
+        "messages 0 and 1: two consecutive 'user' messages"
+    ]
