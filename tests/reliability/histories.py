@@ -18,11 +18,13 @@ is the same. What it produces, besides ordinary turns:
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from adk_pairing.analysis import has_rewind
 from tests.unit.events import AGENT, call, model_event, response, response_event, user_text
 
 ID_POOL = ("c1", "c2", "c3")
@@ -125,6 +127,30 @@ class HistoryGenerator:
             event.content = None
         event.actions = EventActions(rewind_before_invocation_id=target)
         return event
+
+
+NO_TRAIT = "none of these"
+
+
+def traits(events: list[Event]) -> set[str]:
+    """The malformations in `events` a failure may come from (empty for a plain history)."""
+    found: set[str] = set()
+    calls: Counter[str] = Counter()
+    results: Counter[str] = Counter()
+    for event in events:
+        if has_rewind(event):
+            found.add("a rewind with content" if event.content else "a rewind")
+        parts = event.content.parts or () if event.content else ()
+        if any(part.function_call and part.text for part in parts):
+            found.add("text and a call in one part")
+        ids = [c.id for c in event.get_function_calls() if c.id]
+        if len(ids) != len(set(ids)):
+            found.add("a call id twice in one event")
+        calls.update(c.id or c.name for c in event.get_function_calls())
+        results.update(r.id or r.name for r in event.get_function_responses())
+    if any(count > calls[key] for key, count in results.items()):
+        found.add("more results than calls for an id")
+    return found
 
 
 def describe(events: list[Event]) -> str:

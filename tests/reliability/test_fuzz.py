@@ -14,27 +14,27 @@ every length. Then, for every history:
   passes too.
 
 Every failure is counted, by kind, over the whole run, and the counts are
-printed before anything is asserted, with the traits of the failing
-histories (rewinds with content, text and a call in one part...), which say
-whose fix is missing.
+printed before anything is asserted, with how many of the failing histories
+have each malformation `histories.traits` names (a rewind with content, text
+and a call in one part...): that says which fix a failure waits for, and a
+failure in a history with none of them is a new one.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 
 from adk_pairing import PairingSessionService
-from adk_pairing.analysis import has_rewind
 from adk_pairing.checks import anthropic_pairing_violations
 from tests.integration.support.scenario import event_signature
 from tests.unit.test_properties import adk_request_contents
 
-from .histories import HistoryGenerator, describe
+from .histories import NO_TRAIT, HistoryGenerator, describe, traits
 
 HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
 SEED = 1313
@@ -54,23 +54,8 @@ def _anthropic_valid(events: list[Event]) -> bool | None:
     return not anthropic_pairing_violations(contents)
 
 
-def _traits(events: list[Event]) -> str:
-    """The unusual things in `events` that a failure may come from."""
-    found: set[str] = set()
-    for event in events:
-        call_ids = [call.id for call in event.get_function_calls() if call.id]
-        if len(call_ids) != len(set(call_ids)):
-            found.add("a call id twice in one event")
-        if has_rewind(event):
-            found.add("rewind with content" if event.content else "rewind")
-        parts = event.content.parts or () if event.content else ()
-        if any(part.function_call and part.text for part in parts):
-            found.add("text and call in one part")
-    return ", ".join(sorted(found)) or "nothing unusual"
-
-
-async def _check_history(events: list[Event], prime_at: int, failures: Counter[str]) -> str:
-    """Runs one history through the decorator; returns what failed ("" when nothing)."""
+async def _check_history(events: list[Event], prime_at: int) -> list[str]:
+    """Runs one history through the decorator; returns what went wrong (empty when nothing)."""
     inner = InMemorySessionService()
     service = PairingSessionService(inner)
     key = {"app_name": APP, "user_id": USER, "session_id": SESSION}
@@ -83,8 +68,7 @@ async def _check_history(events: list[Event], prime_at: int, failures: Counter[s
         cached = await service.get_session(**key)
         fresh = await PairingSessionService(inner, analysis_cache_size=0).get_session(**key)
     except Exception as error:
-        failures[f"raised {type(error).__name__}"] += 1
-        return f"raised {error!r}"
+        return [f"raised {type(error).__name__}"]
     assert cached is not None and fresh is not None
     found: list[str] = []
     kept, resumed, read = (_signatures(v.events) for v in (view, cached, fresh))
@@ -95,9 +79,7 @@ async def _check_history(events: list[Event], prime_at: int, failures: Counter[s
     stored = inner.sessions[APP][USER][SESSION].events  # as stored, without a copy
     if _anthropic_valid(stored) and not _anthropic_valid(fresh.events):
         found.append("stored request valid, view's request invalid")
-    for kind in found:
-        failures[f"{kind} ({_traits(events)})"] += 1
-    return "; ".join(found)
+    return found
 
 
 async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_request(
@@ -105,21 +87,25 @@ async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_
 ) -> None:
     generator = HistoryGenerator(SEED)
     failures: Counter[str] = Counter()
-    examples: dict[str, list[Event]] = {}
-    events_total = 0
-    histories_failing = 0
+    by_trait: dict[str, Counter[str]] = defaultdict(Counter)
+    unexplained: dict[str, list[Event]] = {}
+    events_total = histories_failing = 0
     for _ in range(HISTORIES):
         events = generator.history()
         events_total += len(events)
-        prime_at = generator.rng.randrange(len(events))
-        failed = await _check_history(events, prime_at, failures)
-        histories_failing += bool(failed)
-        if failed and (failed not in examples or len(events) < len(examples[failed])):
-            examples[failed] = events  # the shortest history of each failure
+        found = await _check_history(events, prime_at=generator.rng.randrange(len(events)))
+        histories_failing += bool(found)
+        history_traits = traits(events)
+        for kind in found:
+            failures[kind] += 1
+            by_trait[kind].update(history_traits or {NO_TRAIT})
+            shortest = unexplained.get(kind)
+            if not history_traits and (shortest is None or len(events) < len(shortest)):
+                unexplained[kind] = events
     figures(f"{HISTORIES} histories (seed {SEED}), {events_total} events")
     figures(f"histories failing: {histories_failing}")
     for kind, count in sorted(failures.items()):
-        figures(f"failures: {count} x {kind}")
-    for kind, events in examples.items():
-        figures(f"shortest example of {kind}: {describe(events)}")
+        figures(f"{count} x {kind}; histories with: {dict(by_trait[kind].most_common())}")
+    for kind, events in unexplained.items():
+        figures(f"shortest with {NO_TRAIT}, {kind}: {describe(events)}")
     assert not failures, dict(failures)
