@@ -88,6 +88,9 @@ class Toolbox:
     def __init__(self) -> None:
         self.started: Counter[str] = Counter()
         self.finished: Counter[str] = Counter()
+        #: Reasons of the ``hang`` calls blocked right now: which turn's tool is
+        #: running, when many turns share one toolbox.
+        self.hanging: set[str] = set()
         self._gate = asyncio.Event()
 
     def release(self) -> None:
@@ -106,7 +109,11 @@ class Toolbox:
         async def hang(reason: str) -> dict[str, str]:
             """Does slow work that may never finish."""
             box.started["hang"] += 1
-            await box._gate.wait()
+            box.hanging.add(reason)
+            try:
+                await box._gate.wait()
+            finally:
+                box.hanging.discard(reason)
             box.finished["hang"] += 1
             return {"reason": reason, "result": "done"}
 

@@ -1,0 +1,111 @@
+"""Ten thousand seeded histories, well-formed and malformed, through the decorator.
+
+Each history (see `histories`) is appended event by event through
+`PairingSessionService` over ``InMemorySessionService``, with a full read at a
+seeded point in between, so the last read resumes from the analysis cache at
+every length. Then, for every history:
+
+* nothing raised in ``create_session``, ``append_event`` or ``get_session``;
+* one view per history (issue 13, item 3): the view kept current by the
+  appends, a read resumed from the analysis cache, and a fresh read (a second
+  decorator over the same store with no cache) are equal, event for event;
+* never worse than the store (item 4): whenever the request ADK builds from
+  the stored history passes Anthropic's rule, the one it builds from the view
+  passes too.
+
+Every failure is counted, by kind, over the whole run, and the counts are
+printed before anything is asserted, with how many of the failing histories
+have each malformation `histories.traits` names (a rewind with content, text
+and a call in one part...): that says which fix a failure waits for, and a
+failure in a history with none of them is a new one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from collections.abc import Callable
+
+from google.adk.events.event import Event
+from google.adk.sessions import InMemorySessionService
+
+from adk_pairing import PairingSessionService
+from adk_pairing.checks import anthropic_pairing_violations
+from tests.integration.support.scenario import event_signature
+from tests.unit.test_properties import adk_request_contents
+
+from .histories import NO_TRAIT, HistoryGenerator, describe, traits
+
+HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
+SEED = 1313
+APP, USER, SESSION = "fuzz", "user", "s"
+
+
+def _signatures(events: list[Event]) -> list[dict[str, object]]:
+    return [event_signature(event) for event in events]
+
+
+def _anthropic_valid(events: list[Event]) -> bool | None:
+    """Whether ADK's request from `events` passes Anthropic's rule; None if ADK raised."""
+    try:
+        contents = adk_request_contents(events)
+    except Exception:
+        return None
+    return not anthropic_pairing_violations(contents)
+
+
+async def _check_history(events: list[Event], prime_at: int) -> list[str]:
+    """Runs one history through the decorator; returns what went wrong (empty when nothing)."""
+    inner = InMemorySessionService()
+    service = PairingSessionService(inner)
+    key = {"app_name": APP, "user_id": USER, "session_id": SESSION}
+    try:
+        view = await service.create_session(app_name=APP, user_id=USER, session_id=SESSION)
+        for index, event in enumerate(events):
+            await service.append_event(view, event)
+            if index == prime_at:
+                await service.get_session(**key)
+        cached = await service.get_session(**key)
+        fresh = await PairingSessionService(inner, analysis_cache_size=0).get_session(**key)
+    except Exception as error:
+        return [f"raised {type(error).__name__}"]
+    assert cached is not None and fresh is not None
+    found: list[str] = []
+    kept, resumed, read = (_signatures(v.events) for v in (view, cached, fresh))
+    if kept != read:
+        found.append("view kept by appends != fresh read")
+    if resumed != read:
+        found.append("read resumed from cache != fresh read")
+    stored = inner.sessions[APP][USER][SESSION].events  # as stored, without a copy
+    if _anthropic_valid(stored) and not _anthropic_valid(fresh.events):
+        found.append("stored request valid, view's request invalid")
+    return found
+
+
+async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_request(
+    figures: Callable[[str], None],
+) -> None:
+    generator = HistoryGenerator(SEED)
+    failures: Counter[str] = Counter()
+    by_trait: dict[str, Counter[str]] = defaultdict(Counter)
+    unexplained: dict[str, list[Event]] = {}
+    events_total = histories_failing = 0
+    for _ in range(HISTORIES):
+        events = generator.history()
+        events_total += len(events)
+        found = await _check_history(events, prime_at=generator.rng.randrange(len(events)))
+        histories_failing += bool(found)
+        history_traits = traits(events)
+        for kind in found:
+            failures[kind] += 1
+            by_trait[kind].update(history_traits or {NO_TRAIT})
+            shortest = unexplained.get(kind)
+            if not history_traits and (shortest is None or len(events) < len(shortest)):
+                unexplained[kind] = events
+    figures(f"{HISTORIES} histories (seed {SEED}), {events_total} events")
+    figures(f"histories failing: {histories_failing}")
+    for kind, count in sorted(failures.items()):
+        figures(f"{count} x {kind}; histories with: {dict(by_trait[kind].most_common())}")
+    for kind, events in unexplained.items():
+        figures(f"shortest with {NO_TRAIT}, {kind}: {describe(events)}")
+    assert not failures, dict(failures)

@@ -1,0 +1,199 @@
+"""Three worker processes on the same PostgreSQL sessions, killed with SIGKILL as they go.
+
+Each worker is a forked process (ADK already imported) running a wrapped
+Runner with the seeded turns of `load` on sessions picked at random from a
+pool all workers share, two sessions at a time. Before each stretch of turns
+it reads the session through its decorator, whose analysis cache resumes
+from what the same process read before while the other processes append,
+and compares that view with a rebuild: `repaired_events` over the stored
+history read right after (a read raced by another process's append is
+counted apart, not compared). Every few seconds one worker, picked by the
+seed, is killed with SIGKILL wherever it is (in a turn, a tool, a store
+call) and a fresh one takes its place. At the end the survivors are killed
+too, and this process checks every session once more from a cold decorator
+and a warm one.
+
+Proven: every cached view equals its rebuild, and nothing synthetic reaches
+the store. Errors the workers meet (another process appended first) are
+printed, not asserted: the store raises them with or without the decorator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adk_pairing import PairingSessionService, is_synthetic, repaired_events
+from tests.conftest import require_server
+from tests.integration.conftest import make_spec
+from tests.integration.support.backends import (
+    Backend,
+    assert_nothing_synthetic_stored,
+    open_backend,
+)
+from tests.integration.support.scenario import USER_ID, Harness, event_signature
+
+from .load import LoadFigures, PolicyScript, drive_session
+
+pytestmark = pytest.mark.postgres
+
+WORKERS = 3
+SESSIONS = 6
+LANES_PER_WORKER = 2
+#: How long the workers run, and how often one is killed. The run is bounded
+#: by time; how many turns fit in it depends on the machine and is printed.
+RUN_SECONDS = float(os.environ.get("RELIABILITY_MP_SECONDS", "20"))
+KILL_EVERY_SECONDS = 4.0
+SEED = 4242
+
+
+async def _check_view(harness: Harness, session_id: str) -> str:
+    """``equal``, ``differ`` or ``raced``: the decorator's view against a rebuild."""
+    view = await harness.view(session_id)
+    stored = await harness.stored_events(session_id)
+    if [e.id for e in view.events if not is_synthetic(e)] != [e.id for e in stored]:
+        return "raced"  # another process appended between the two reads
+    rebuilt = repaired_events(stored)
+    same = [event_signature(e) for e in view.events] == [event_signature(e) for e in rebuilt]
+    return "equal" if same else "differ"
+
+
+def _worker(spec: dict[str, Any], session_ids: list[str], seed: int, out: str) -> None:
+    """A worker process: turns and view checks on random sessions until killed."""
+
+    async def lane(harness: Harness, rng: random.Random, log: Any) -> None:
+        while True:
+            session_id = rng.choice(session_ids)
+            log({"check": await _check_view(harness, session_id)})
+            figures = LoadFigures()
+            await drive_session(harness, session_id, rng, rng.randint(1, 3), figures)
+            log({"turns": figures.turns, "errors": dict(figures.errors)})
+
+    async def main() -> None:
+        backend = await open_backend({**spec, "cleanup": False})
+        harness = Harness.build(backend, wrapped=True)
+        harness.script.steps = PolicyScript()
+        with open(out, "a", buffering=1) as stream:
+
+            def log(record: dict[str, Any]) -> None:
+                stream.write(json.dumps(record) + "\n")
+
+            log({"ready": True})
+            await asyncio.gather(
+                *(lane(harness, random.Random(seed * 31 + n), log) for n in range(LANES_PER_WORKER))
+            )
+
+    asyncio.run(main())
+
+
+@pytest.fixture
+def shared_spec(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    require_server("PostgreSQL", "127.0.0.1", 5432)
+    return make_spec("db-postgres", request, tmp_path)
+
+
+async def _create_sessions(spec: dict[str, Any]) -> list[str]:
+    backend = await open_backend(spec)
+    try:
+        ids = [f"{spec['session_prefix']}-{n}" for n in range(SESSIONS)]
+        for session_id in ids:
+            await backend.service.create_session(
+                app_name=spec["app_name"], user_id=USER_ID, session_id=session_id
+            )
+        return ids
+    finally:
+        await backend.close()
+
+
+async def _final_checks(spec: dict[str, Any], session_ids: list[str]) -> tuple[Counter[str], str]:
+    """Each session from a cold decorator, then again from its warm cache; and the raw rows."""
+    backend: Backend = await open_backend(spec)
+    try:
+        harness = Harness.build(backend, wrapped=True)
+        outcomes: Counter[str] = Counter()
+        for _ in range(2):  # cold, then resumed from the cache the first pass filled
+            for session_id in session_ids:
+                outcomes[await _check_view(harness, session_id)] += 1
+        assert isinstance(harness.service, PairingSessionService)
+        return outcomes, await backend.raw_storage_text()
+    finally:
+        await backend.close()
+
+
+def test_workers_killed_with_sigkill_keep_cached_views_equal_to_rebuilds(
+    shared_spec: dict[str, Any],
+    tmp_path: Path,
+    figures: Callable[[str], None],
+) -> None:
+    session_ids = asyncio.run(_create_sessions(shared_spec))
+    context = multiprocessing.get_context("fork")
+    rng = random.Random(SEED)
+    logs: list[Path] = []
+    workers: list[Any] = []
+
+    def start() -> Any:
+        log = tmp_path / f"worker-{len(logs)}.jsonl"
+        logs.append(log)
+        process = context.Process(
+            target=_worker, args=(shared_spec, session_ids, rng.randrange(2**31), str(log))
+        )
+        process.start()
+        return process
+
+    kills = 0
+    try:
+        workers = [start() for _ in range(WORKERS)]
+        deadline = time.monotonic() + RUN_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(min(KILL_EVERY_SECONDS, max(0.0, deadline - time.monotonic())))
+            victim = rng.randrange(WORKERS)
+            os.kill(workers[victim].pid, signal.SIGKILL)
+            workers[victim].join()
+            kills += 1
+            workers[victim] = start()
+    finally:
+        for process in workers:
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGKILL)
+                kills += 1
+            process.join()
+
+    checks: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    turns = ready = 0
+    for log in logs:
+        lines = log.read_text().splitlines() if log.exists() else []  # killed before it began
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the line a SIGKILL cut short
+            ready += record.get("ready", False)
+            if "check" in record:
+                checks[record["check"]] += 1
+            turns += record.get("turns", 0)
+            errors.update(record.get("errors", {}))
+    final, raw = asyncio.run(_final_checks(shared_spec, session_ids))
+    figures(
+        f"{WORKERS} workers x {LANES_PER_WORKER} lanes on {SESSIONS} shared PostgreSQL sessions "
+        f"for {RUN_SECONDS:.0f} s: {len(logs)} processes started ({ready} ready), "
+        f"{kills} SIGKILLs, {turns} turns finished"
+    )
+    figures(f"cached view vs rebuild in the workers: {dict(checks)}; at the end: {dict(final)}")
+    figures(f"worker errors: {sum(errors.values())}")
+    for error, count in errors.most_common(3):
+        figures(f"worker error x{count}: {error}")
+    assert checks["differ"] == 0 and final["differ"] == 0
+    assert checks["equal"] > 0 and final["equal"] == 2 * SESSIONS
+    assert_nothing_synthetic_stored(raw)
