@@ -13,7 +13,9 @@ service is resolved exactly as ``adk web`` / ``adk api_server`` resolve
    ``agentengine``) and every scheme a user registered in ``services.py`` or
    ``services.yaml`` work unchanged;
 2. ``redis://`` and ``rediss://``, which ADK's registry does not know, go to
-   ADK's own ``google.adk.integrations.redis.RedisSessionService``;
+   ADK's own ``google.adk.integrations.redis.RedisSessionService`` (google-adk
+   >= 2.9; on older versions the error names google-adk-community's service,
+   which takes no URI and is wrapped by hand);
 3. anything else is handed to ``DatabaseSessionService(db_url=...)``, as ADK
    does: that is how ``postgresql+asyncpg://`` and ``sqlite+aiosqlite://`` work,
    since the registry matches the whole scheme and knows only the bare
@@ -37,6 +39,13 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from google.adk.sessions.base_session_service import BaseSessionService
+
+from .adk_compat import (
+    ADK_VERSION,
+    MIN_ADK_FOR_REDIS,
+    REDIS_ALTERNATIVE,
+    has_adk_redis_session_service,
+)
 
 #: The scheme prefix that asks for a `PairingSessionService` around the rest.
 PAIRING_PREFIX = "pairing+"
@@ -314,14 +323,22 @@ def _without_agents_dir(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _redis_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionService:
     """ADK's `RedisSessionService`, configured by `uri` plus config fields."""
+    if not has_adk_redis_session_service():
+        # google.adk.integrations.redis appeared in google-adk 2.9; before it
+        # no ADK service can take this URI, whatever is installed.
+        raise ValueError(
+            f"{mask_uri(uri)!r} needs google-adk >= {MIN_ADK_FOR_REDIS} "
+            f"(installed: {ADK_VERSION}) for ADK's RedisSessionService; "
+            f"on this version use {REDIS_ALTERNATIVE}."
+        )
     try:
         from google.adk.integrations.redis import (
             RedisSessionService,
             RedisSessionServiceConfig,
         )
-    except ImportError as error:  # pragma: no cover - depends on the install
+    except ImportError as error:  # its own dependency, the redis client, is missing
         raise ValueError(
-            f"{mask_uri(uri)!r} needs the redis package: pip install 'adk-pairing[redis]'"
+            f"{mask_uri(uri)!r} needs the redis package: pip install 'adk-pairing[redis]' ({error})"
         ) from error
     options = _without_agents_dir(kwargs)
     # With a URI, ADK's service ignores host/port/password/ssl/db: the URI
@@ -342,4 +359,13 @@ def _database_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionSe
     """ADK's fallback for schemes its registry does not know: SQLAlchemy URLs."""
     from google.adk.sessions.database_session_service import DatabaseSessionService
 
-    return DatabaseSessionService(db_url=uri, **_without_agents_dir(kwargs))
+    try:
+        return DatabaseSessionService(db_url=uri, **_without_agents_dir(kwargs))
+    except ValueError as error:
+        # google-adk 1.20 puts the unredacted URL in these messages
+        # (database_session_service.py:451 in 1.20.0); 1.39 and later redact it.
+        # The original error is not chained: its message holds the password.
+        message = mask_secrets(str(error))
+        if message == str(error):
+            raise
+        raise ValueError(message) from error.__cause__

@@ -35,6 +35,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
+from .adk_compat import close_session_service
 from .analysis import CallStatus, PairingLedger, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import PAIRING_PREFIX, create_inner_session_service, is_pairing_uri, mask_uri
@@ -225,13 +226,12 @@ class PairingSessionService(BaseSessionService):
             await flush()
 
     async def close(self) -> None:
-        """Closes the inner service (its engine, pool or client) if it can be closed."""
-        close = getattr(self._inner, "close", None)
-        if close is None:
-            return
-        result = close()
-        if hasattr(result, "__await__"):
-            await result
+        """Releases what the inner service holds: its ``close()``, or its engine's pool.
+
+        google-adk 1.20's ``DatabaseSessionService`` has no ``close``; its
+        ``db_engine`` is disposed instead (see `adk_pairing.adk_compat`).
+        """
+        await close_session_service(self._inner)
 
     async def __aenter__(self) -> PairingSessionService:
         return self
