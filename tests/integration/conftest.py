@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.adk_features import HAS_ADK_REDIS, requires
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, REDIS_URL, require_server
 
 from .support.backends import (
@@ -25,7 +26,10 @@ from .support.backends import (
 
 _MARKS = {
     "db-postgres": [pytest.mark.postgres],
-    "redis-adk": [pytest.mark.redis],
+    "redis-adk": [
+        pytest.mark.redis,
+        requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)"),
+    ],
     "redis-community": [pytest.mark.redis],
 }
 
