@@ -47,6 +47,7 @@ from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.genai import types
 
 from adk_pairing import analyze
+from adk_pairing.adk_compat import close_session_service
 
 HOST, PORT, USER = "127.0.0.1", 5432, "postgres"
 BATCH_SESSIONS = 500
@@ -126,7 +127,7 @@ async def write_templates(database: str, app: str, events: int) -> dict[str, str
             ids[ending] = session.id
         return ids
     finally:
-        await service.close()
+        await close_session_service(service)
 
 
 def _rewrite_ids(data: Any, mapping: dict[str, str]) -> Any:
@@ -251,7 +252,7 @@ async def verify(database: str, app: str, events: int) -> None:
             )
         assert statuses == ["missing", "pending", "healthy"], statuses
     finally:
-        await service.close()
+        await close_session_service(service)
 
 
 class LatencyProxy:
