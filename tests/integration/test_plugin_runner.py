@@ -3,8 +3,8 @@
 The model is `ScriptedClaude`, which records each request *as the model
 received it*, i.e. after every plugin, and checks it against Anthropic's rule
 with ADK's converter. On top of that every recorded request must satisfy the
-four rules of `adk_pairing.contents` (Anthropic, Gemini, OpenAI ids, strict
-alternation).
+four rules of `adk_pairing.checks` (Anthropic, OpenAI chat via LiteLlm,
+Gemini, strict alternation).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from google.genai import types
 
 from adk_pairing import CallStatus, PairingPlugin
-from adk_pairing.contents import satisfies_pairing_rules
+from adk_pairing.checks import request_violations
 
 from .support.backends import Backend
 from .support.scenario import Harness, assert_every_request_valid, placeholder_ids
@@ -29,11 +29,11 @@ from .support.scripted_model import (
 
 
 def assert_every_request_satisfies_all_rules(script: Script) -> None:
+    """All four rules of `adk_pairing.checks`, on ADK's and LiteLlm's conversions."""
     assert_every_request_valid(script)
     for number, request in enumerate(script.requests):
-        assert satisfies_pairing_rules(request.contents, fill_missing_ids=True), (
-            f"request {number} breaks a pairing rule: {request.contents}"
-        )
+        found = {rule: v for rule, v in request_violations(request.contents).items() if v}
+        assert not found, f"request {number} breaks {found}"
 
 
 def plugin_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
