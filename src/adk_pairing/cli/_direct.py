@@ -31,10 +31,15 @@ many sessions at once and rebuild them exactly as ADK does:
   (``RedisKeys`` in ``adk_community/sessions/redis_session_service.py``).
   Sets are found with ``SCAN``, members and sessions read in pipelines.
 
-Event order is ADK's: ``timestamp`` then ``id`` for ``DatabaseSessionService``
-(2.9+ ``get_session``; earlier versions leave ties to the database), ``timestamp``
-then ``rowid`` for ``SqliteSessionService`` (2.12+). Memory holds one batch of
-sessions (``batch_size`` sessions and their events), never the whole store.
+Event order is the installed ADK's. Its services sort by ``timestamp`` and break
+ties differently by version: ``DatabaseSessionService`` on ``id`` from 2.9 (not at
+all before: the database picks), ``SqliteSessionService`` on ``id`` in 2.9-2.11 and
+on ``rowid`` from 2.12 (``sessions/sqlite_session_service.py:348``, 2.13). The
+tie-break is read from the ``ORDER BY`` of the installed ``get_session``
+(`tie_break`), not assumed from a version number; where ADK has none, events with
+equal timestamps come in ``id`` order here (ADK's own order is then undefined).
+Memory holds one batch of sessions (``batch_size`` sessions and their events),
+never the whole store.
 Nothing here writes: SQL connections are the read-only ones `_store` opened,
 and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and ``SCARD``.
 """
@@ -42,6 +47,8 @@ and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and ``SCARD``.
 from __future__ import annotations
 
 import datetime
+import functools
+import inspect
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -134,6 +141,31 @@ def _utc_epoch(value: Any) -> float:
             value = value.replace(tzinfo=datetime.UTC)
         return value.timestamp()
     return float(value)
+
+
+@functools.cache
+def tie_break(service_class: type, candidates: tuple[tuple[str, str], ...]) -> str | None:
+    """The column the installed ``get_session`` breaks timestamp ties on.
+
+    `candidates` pairs a fragment of an ``ORDER BY`` with its column, most
+    specific first. Read from the method's source, so a version that changes
+    the order is followed without a version table; None when the source names
+    none of them (or is unavailable).
+    """
+    try:
+        source = inspect.getsource(service_class.get_session)
+    except (OSError, TypeError):
+        return None
+    for fragment, column in candidates:
+        if fragment in source:
+            return column
+    return None
+
+
+#: ``SqliteSessionService.get_session``: 2.12+ "..., rowid DESC", 2.9-2.11 "..., id DESC".
+SQLITE_TIE_BREAKS = (("rowid DESC", "rowid"), ("id DESC", "id"))
+#: ``DatabaseSessionService.get_session`` 2.9+: ``StorageEvent.id.desc()``.
+DATABASE_TIE_BREAKS = (("StorageEvent.id.desc()", "id"),)
 
 
 # -- DatabaseSessionService ---------------------------------------------------
@@ -287,7 +319,6 @@ class DatabaseReader:
         query = (
             source.where(columns.app_name == app)
             .where(tuple_(columns.user_id, columns.session_id).in_(keys))
-            # ADK 2.9+ get_session: timestamp, ties broken on id.
             .order_by(columns.user_id, columns.session_id, columns.timestamp, columns.id)
         )
         grouped: dict[tuple[str, str], list[Any]] = {key: [] for key in keys}
@@ -342,6 +373,10 @@ class SqliteReader:
         if not needed <= columns:
             self._connection.close()
             raise Unsupported(f"events table lacks {sorted(needed - columns)}")
+
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        self._tie_break = tie_break(SqliteSessionService, SQLITE_TIE_BREAKS) or "id"
 
     def close(self) -> None:
         self._connection.close()
@@ -403,8 +438,7 @@ class SqliteReader:
         rows = self._connection.execute(
             "SELECT user_id, session_id, event_data FROM events WHERE app_name = ? "
             f"AND (user_id, session_id) IN (VALUES {marks}) "
-            # SqliteSessionService 2.12+ get_session: timestamp, ties on rowid.
-            "ORDER BY user_id, session_id, timestamp, rowid",
+            f"ORDER BY user_id, session_id, timestamp, {self._tie_break}",
             params,
         )
         for user, sid, data in rows:
