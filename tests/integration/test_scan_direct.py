@@ -492,3 +492,39 @@ def test_an_unknown_schema_version_falls_back_to_get_session_and_says_so(tmp_pat
     assert "'7' is unknown" in report["fallback_reason"]
     refused = runner.invoke(cli_app, ["scan", seeded.uri, *scope, "--reader", "direct"])
     assert refused.exit_code == 2 and "cannot read this store directly" in refused.stderr
+
+
+@pytest.mark.postgres
+def test_benchmark_compares_both_readers_on_a_small_seed() -> None:
+    """benchmarks/seed_scan.py --compare-readers at smoke size: both readers, same counts."""
+    import subprocess
+    import sys
+
+    require_server("PostgreSQL", "127.0.0.1", 5432)
+    database = f"adk_pairing_scan_smoke_{uuid.uuid4().hex[:8]}"
+    script = Path(__file__).parents[2] / "benchmarks" / "seed_scan.py"
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script), "--db", database, "--sessions", "40", "--events", "10",
+             "--users", "4", "--missing-every", "5", "--pending-every", "7",
+             "--compare-readers", "1"],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    finally:
+        asyncio.run(_drop_database(database))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert sum("counts match the seed" in line for line in lines) == 2, done.stdout
+    assert "read by direct: DatabaseSessionService schema 1" in done.stdout
+    assert "read by get_session" in done.stdout
+    assert any(line.startswith("best of 1: direct ") and "x CPU" in line for line in lines)
+
+
+async def _drop_database(name: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(host="127.0.0.1", user="postgres", database="postgres")
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await connection.close()
