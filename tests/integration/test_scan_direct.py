@@ -528,3 +528,26 @@ async def _drop_database(name: str) -> None:
         await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await connection.close()
+
+
+async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A timeout no rebuild can meet: every session with events is reported, none counted."""
+    from adk_pairing.cli._scan import ReaderChoice, ScanOptions, scan_store
+    from adk_pairing.cli._store import open_read_only
+
+    seeded = await asyncio.to_thread(_db_sqlite_store, tmp_path)
+    store = open_read_only(seeded.uri)
+    try:
+        options = ScanOptions(apps=seeded.apps, reader=ReaderChoice.DIRECT, batch_size=2)
+        result = await scan_store(store, ScanOptions(**{**vars(options), "timeout": 1e-9}))
+        untimed = await scan_store(store, options)
+    finally:
+        await store.close()
+    timed_out = [u for u in result.unreadable if u["error"] == "timed out after 1e-09 s"]
+    empty = len(seeded.apps)  # one session without events per app: rebuilt in no time
+    assert result.sessions_scanned == result.healthy_sessions == empty
+    assert len(timed_out) == untimed.sessions_scanned - empty > 0
+    # The malformed sessions still fail on their own error, before any clock is read.
+    assert len(result.unreadable) - len(timed_out) == len(untimed.unreadable) == len(seeded.apps)
