@@ -551,3 +551,30 @@ async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
     assert len(timed_out) == untimed.sessions_scanned - empty > 0
     # The malformed sessions still fail on their own error, before any clock is read.
     assert len(result.unreadable) - len(timed_out) == len(untimed.unreadable) == len(seeded.apps)
+
+
+def test_direct_reader_never_calls_the_services_get_session_or_list_sessions(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    classes: list[type] = [DatabaseSessionService, SqliteSessionService]
+    for module in (
+        "google.adk.integrations.redis",
+        "google.adk_community.sessions.redis_session_service",
+    ):
+        try:
+            classes.append(__import__(module, fromlist=["RedisSessionService"]).RedisSessionService)
+        except ImportError:
+            continue
+
+    async def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the direct reader called the service")
+
+    for cls in classes:
+        monkeypatch.setattr(cls, "get_session", refuse)
+        monkeypatch.setattr(cls, "list_sessions", refuse)
+    report = scan(seeded, *[a for name in seeded.apps for a in ("--app", name)])
+    assert report["reader"].startswith("direct: ")
+    assert report["sessions_scanned"] > 0
