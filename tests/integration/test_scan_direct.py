@@ -440,6 +440,15 @@ def test_scan_without_app_covers_every_app_with_per_app_counts(seeded: Seeded) -
         assert per_app["sessions_scanned"] == by_one["sessions_scanned"]
         assert per_app["missing_calls"] == by_one["missing_calls"]
         assert per_app["pending_calls"] == by_one["pending_calls"]
+    if not seeded.requires_user:
+        # The get_session path without --app takes the app names from the layout too.
+        slow = scan(seeded, "--reader", "get-session")
+        assert slow["reader"] == "get_session" and set(seeded.apps) <= set(slow["apps"])
+        for app_name in seeded.apps:
+            assert (
+                slow["per_app"][app_name]["missing_calls"]
+                == (report["per_app"][app_name]["missing_calls"])
+            )
 
 
 def test_since_and_until_select_sessions_by_update_time(seeded: Seeded) -> None:

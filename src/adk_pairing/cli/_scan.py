@@ -27,6 +27,7 @@ findings are handed out as found and not kept.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import logging
 import time
@@ -280,7 +281,7 @@ async def scan_store(
     )
 
     reader: DirectReader | None = None
-    if options.reader is not ReaderChoice.GET_SESSION:
+    if options.reader is not ReaderChoice.GET_SESSION or apps is None:
         try:
             reader = await direct_reader(store.service, store.sqlite_path)
         except Unsupported as why:
@@ -288,7 +289,7 @@ async def scan_store(
                 raise CliError(f"--reader direct: cannot read this store directly: {why}") from None
             result.fallback_reason = str(why)
     try:
-        if reader is not None:
+        if reader is not None and options.reader is not ReaderChoice.GET_SESSION:
             result.reader = f"direct: {reader.description}"
             await _scan_direct(reader, window, options, hooks, result)
             if apps is None:
@@ -297,7 +298,12 @@ async def scan_store(
                 result.apps = sorted(result.per_app)
         else:
             if apps is None:
-                raise CliError(_no_app_listing_message(store.service, result.fallback_reason))
+                if reader is None:
+                    raise CliError(_no_app_listing_message(store.service, result.fallback_reason))
+                # --reader get-session without --app: the store's layout names the apps.
+                result.fallback_reason = None
+                apps = result.apps = await reader.list_apps()
+                window = dataclasses.replace(window, apps=apps)
             await _scan_with_get_session(store.service, window, options, hooks, result)
     finally:
         close = getattr(reader, "close", None)
