@@ -322,6 +322,7 @@ async def time_scan(
         started = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
             str(script), "scan", url, "--app", app, "--json", "--concurrency", str(concurrency),
+            "--reader", "get-session",  # concurrency is the get_session path's knob
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
@@ -471,7 +472,7 @@ def main() -> None:
                 and report["sessions_with_pending"] == expected["pending_sessions"]
             )
             print(
-                f"adk-pairing scan --concurrency {concurrency}"
+                f"adk-pairing scan --reader get-session --concurrency {concurrency}"
                 f"{f' (+{args.latency_ms:g} ms each way)' if args.latency_ms else ''}: "
                 f"{elapsed:.1f} s wall "
                 f"({report['elapsed_seconds']:.1f} s scanning), "

@@ -524,3 +524,4 @@ def test_scan_draws_a_progress_bar_on_a_terminal(
     assert done.returncode == 0
     assert json.loads(done.stdout)["sessions_scanned"] == 6  # stdout stays clean JSON
     assert b"scanning" in drawn and b"6/6" in drawn
+    assert b"sessions/s" in drawn and b"ETA" in drawn  # the rate and the time left
