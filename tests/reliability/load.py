@@ -32,7 +32,7 @@ import asyncio
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from google.adk.models.llm_request import LlmRequest
@@ -78,15 +78,17 @@ def _latest_text(contents: list[types.Content]) -> str:
 
 
 def policy_step(llm_request: LlmRequest) -> LlmResponse:
-    """The model's answer, read from the marker in the latest content.
+    """The model's answer, read from the newest marker in the latest content.
 
     No marker there (a tool result, a posted job result) means the model got
-    what it asked for and answers in text.
+    what it asked for and answers in text. The newest marker, because ADK and
+    `PairingPlugin` merge a user message left alone by a killed turn with the
+    next one: the model answers what was asked last.
     """
-    marker = _MARKER.search(_latest_text(list(llm_request.contents or ())))
-    if marker is None:
+    markers = _MARKER.findall(_latest_text(list(llm_request.contents or ())))
+    if not markers:
         return text("Done.")
-    intent, call_id, tag = marker.groups()
+    intent, call_id, tag = markers[-1]
     if intent == "lookup" or intent == "disconnect":
         return calls(call("lookup", {"city": tag}, id=call_id))
     if intent == "parallel":
@@ -156,12 +158,13 @@ async def drive_session(
     rng: random.Random,
     turns: int,
     figures: LoadFigures,
+    intents: Mapping[str, int] = INTENT_WEIGHTS,
 ) -> None:
     """Runs `turns` planned turns on one session, one after the other."""
     pending_jobs: list[str] = []
     figures.sessions += 1
     for number in range(turns):
-        intent = rng.choices(list(INTENT_WEIGHTS), weights=list(INTENT_WEIGHTS.values()))[0]
+        intent = rng.choices(list(intents), weights=list(intents.values()))[0]
         if intent == "post" and not pending_jobs:
             intent = "say"
         call_id = f"t{number}"
