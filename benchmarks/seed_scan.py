@@ -6,6 +6,7 @@ Usage:
     .venv/bin/python benchmarks/seed_scan.py --sessions 200 --events 20 --db adk_scan_small
     .venv/bin/python benchmarks/seed_scan.py --time-scan 1 8      # ... then time the scan
     .venv/bin/python benchmarks/seed_scan.py --no-seed --time-scan 1 8 --latency-ms 1
+    .venv/bin/python benchmarks/seed_scan.py --no-seed --compare-readers 2   # direct vs get_session
 
 How the rows are made so that they are exactly what ADK would store:
 
@@ -32,6 +33,8 @@ import asyncio
 import copy
 import datetime
 import json
+import resource
+import subprocess
 import sys
 import time
 import uuid
@@ -331,6 +334,60 @@ async def time_scan(
     return elapsed, json.loads(stdout)
 
 
+def time_reader(database: str, app: str, reader: str) -> tuple[float, float, dict[str, Any]]:
+    """Runs the console script with ``--reader``; returns (wall s, CPU s of the scan, JSON).
+
+    CPU seconds are the child's user + system time (``RUSAGE_CHILDREN``): on a
+    machine shared with other work they move less than wall time does.
+    """
+    script = Path(sys.executable).with_name("adk-pairing")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(script), "scan", adk_url(database), "--app", app, "--json", "--reader", reader],
+        capture_output=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"scan failed ({done.returncode}): {done.stderr.decode().strip()}")
+    return elapsed, cpu, json.loads(done.stdout)
+
+
+def compare_readers(args: argparse.Namespace, expected: dict[str, int], rounds: int) -> None:
+    """The direct reader against get_session, interleaved in one run (same load on both)."""
+    figures: dict[str, list[tuple[float, float, float]]] = {"direct": [], "get-session": []}
+    for round_number in range(1, rounds + 1):
+        for reader in ("direct", "get-session"):
+            wall, cpu, report = time_reader(args.db, args.app, reader)
+            ok = (
+                report["sessions_scanned"] == expected["sessions"]
+                and report["sessions_with_missing"] == expected["missing_sessions"]
+                and report["sessions_with_pending"] == expected["pending_sessions"]
+            )
+            scanning = report["elapsed_seconds"]
+            figures[reader].append((scanning, wall, cpu))
+            print(
+                f"round {round_number} --reader {reader:11}: {scanning:6.1f} s scanning "
+                f"({report['sessions_scanned'] / scanning:,.0f} sessions/s), {wall:6.1f} s wall, "
+                f"{cpu:6.1f} s CPU; read by {report['reader']}; "
+                f"counts {'match' if ok else 'DO NOT match'} the seed",
+                flush=True,
+            )
+            if not ok:
+                raise SystemExit("counts differ from the seed")
+    best = {reader: min(rows) for reader, rows in figures.items()}
+    direct, slow = best["direct"], best["get-session"]
+    sessions = expected["sessions"]
+    print(
+        f"best of {rounds}: direct {sessions / direct[0]:,.0f} sessions/s, get_session "
+        f"{sessions / slow[0]:,.0f} sessions/s; ratio {slow[0] / direct[0]:.1f}x scanning time, "
+        f"{slow[1] / direct[1]:.1f}x wall, {slow[2] / direct[2]:.1f}x CPU"
+    )
+
+
 async def seed(args: argparse.Namespace) -> dict[str, int]:
     started = time.perf_counter()
     await recreate_database(args.db)
@@ -390,10 +447,18 @@ def main() -> None:
     parser.add_argument(
         "--no-seed", action="store_true", help="reuse the database seeded by an earlier run"
     )
+    parser.add_argument(
+        "--compare-readers",
+        metavar="ROUNDS",
+        type=int,
+        help="time `scan --reader direct` against `--reader get-session`, interleaved",
+    )
     args = parser.parse_args()
     if args.events < 5 or args.sessions < 3:
         parser.error("need at least 5 events and 3 sessions")
     expected = asyncio.run(expected_counts(args) if args.no_seed else seed(args))
+    if args.compare_readers:
+        compare_readers(args, expected, args.compare_readers)
     if args.time_scan is not None:
         for concurrency in args.time_scan or [8]:
             elapsed, report = asyncio.run(

@@ -12,7 +12,7 @@ request that makes it satisfy every provider's pairing rules.
 from .adk_services import register_pairing_schemes
 from .analysis import CallStatus, PairingReport, TrackedCall, analyze
 from .config import ConfigError, load_config, load_session_service
-from .factory import create_session_service, mask_uri
+from .factory import mask_uri
 from .plugin import PairingPlugin
 from .repair import (
     DEFAULT_MISSING_TEXT,
@@ -22,7 +22,8 @@ from .repair import (
     is_synthetic,
     repaired_events,
 )
-from .service import PairedSession, PairingSessionService
+from .service import PairingSessionService, create_session_service
+from .view import PairedSession
 
 __all__ = [
     "DEFAULT_MISSING_TEXT",

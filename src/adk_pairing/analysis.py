@@ -13,8 +13,21 @@ builds a model request:
   event with an id-less call of that name; within that event, responses take
   the calls in order, one each. (Reaching back to an older event's open call
   instead would pair a result with a call it is not adjacent to on the wire.)
-* Events annulled by a rewind (``actions.rewind_before_invocation_id``) are
-  not sent to the model, so they neither answer calls nor need answers.
+* A rewind is any event whose ``actions.rewind_before_invocation_id`` is set,
+  *whatever else it carries*. ADK's request builder drops it, content and all,
+  together with every event from the first event of the rewound invocation up
+  to it, walking backwards so that a rewind inside an annulled stretch is never
+  applied (a rewind of a rewind revives what the inner one annulled). Every
+  supported version does exactly this: inline in ``_get_contents``
+  (``flows/llm_flows/contents.py:362`` in 1.20.0, ``:452`` in 1.39.1, ``:539``
+  in 2.0.0), then through ``events/_rewind_events.py`` ``_apply_rewinds``
+  (2.6.2 and 2.9.2 from ``contents.py``, 2.10.0 to 2.13.0 from
+  ``flows/llm_flows/context/_contents.py``). So annulled events neither answer
+  calls nor need answers, and a call or response inside a rewind event counts
+  for nothing. ADK itself writes rewinds without content
+  (``sessions/_rewind_utils.py``, ``runners.py`` before 2.9); a rewind with
+  content is malformed, but one rule for all events is what keeps every path
+  that builds a view (append, fresh read, cached read) on the same view.
 * An unanswered call is *pending* when ADK holds it open on purpose (its id is
   in the event's ``long_running_tool_ids``, or it is a confirmation,
   credential or input request) and *missing* otherwise.
@@ -33,7 +46,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from google.adk.events.event import Event
-from google.genai.types import FunctionCall
+from google.genai.types import FunctionCall, Part
 
 #: Calls ADK answers only when a person (or client) does: confirmations,
 #: credential requests and ask-user/request-input prompts.
@@ -73,6 +86,17 @@ class TrackedCall:
         return self.call_id or self.name
 
 
+def never_sent_as_a_call(part: Part) -> bool:
+    """Whether ADK's Anthropic converter sends `part` as something other than its call.
+
+    ``part_to_message_block`` (``models/anthropic_llm.py``: 1.20.0:88,
+    2.6.2:304-323, 2.13.0:527-545) tries thinking (``thought`` with text or a
+    signature), then text, and only then ``function_call``; the first match
+    wins and the rest of the part is dropped. Only a malformed part holds both.
+    """
+    return bool(part.text or (part.thought and part.thought_signature))
+
+
 def live_event_mask(events: Sequence[Event]) -> list[bool]:
     """Marks which events survive rewinds, as ADK's request builder decides.
 
@@ -103,19 +127,20 @@ def live_event_mask(events: Sequence[Event]) -> list[bool]:
     return live
 
 
-def has_rewind(event: Event) -> bool:
-    """Whether `event` carries a rewind (``actions.rewind_before_invocation_id``)."""
-    return bool(event.actions is not None and event.actions.rewind_before_invocation_id)
-
-
 def is_rewind(event: Event) -> bool:
-    """Whether `event` is a rewind as ADK writes one: no content, and a rewind target.
+    """Whether `event` is a rewind: it carries a rewind target, with or without content.
 
-    These are the rewinds a walk honours (see `build_ledger`), so appending
-    any other event never annuls earlier ones. Checking ``actions`` only on
-    content-less events spares reading a cold object for every other event.
+    ADK's request builder honours the target on any event and drops the
+    event's content with it (see the module docstring), so every walk here
+    does too. Appending a rewind can annul events already walked: whoever
+    keeps a ledger current must rebuild it then.
     """
-    return event.content is None and has_rewind(event)
+    actions = event.actions
+    return bool(actions is not None and actions.rewind_before_invocation_id)
+
+
+#: The same check as `is_rewind` (the name earlier releases used).
+has_rewind = is_rewind
 
 
 class Observation(NamedTuple):
@@ -196,7 +221,11 @@ class PairingLedger:
         return OpenCalls(self._open)
 
     def observe(self, event: Event, index: int) -> Observation:
-        """Records `event` (at `index` in the history) and says what it changed."""
+        """Records `event` (at `index` in the history) and says what it changed.
+
+        `event` must not be a rewind (`is_rewind`): a rewind can annul events
+        already observed, so the ledger has to be built again instead.
+        """
         if event.content is None:
             return _NOTHING_CHANGED
         settled: list[TrackedCall] = []
@@ -225,10 +254,9 @@ class PairingLedger:
         and, in step with it, the (event index, part index) of each answering
         response to `answered_at` (the request pass moves responses by it).
 
-        With `stop_at_rewind`, it stops at the first content-less event that
-        carries a rewind and returns that event's index, so the caller can
-        walk again with the rewind applied (ADK writes rewinds without
-        content, see `build_ledger`).
+        With `stop_at_rewind`, it stops at the first rewind (`is_rewind`, with
+        or without content) and returns that event's index, so the caller can
+        walk again with the rewind applied.
         """
         newest_by_id = self._newest_by_id
         idless_open = self._idless_open
@@ -236,15 +264,18 @@ class PairingLedger:
         index = start - 1
         for event in events:
             index += 1
+            if stop_at_rewind:
+                # Inline `is_rewind`: a call per event costs more than the check.
+                actions = event.actions
+                if actions is not None and actions.rewind_before_invocation_id:
+                    return index
             content = event.content
             if content is None:
-                if stop_at_rewind and has_rewind(event):
-                    return index
                 continue
             parts = content.parts
             if not parts:
                 continue
-            calls_here: list[tuple[int, FunctionCall]] | None = None
+            calls_here: list[tuple[int, Part]] | None = None
             part_index = -1
             for part in parts:
                 part_index += 1
@@ -253,9 +284,9 @@ class PairingLedger:
                     # Registered after the loop: a response never answers a
                     # call in its own event.
                     if calls_here is None:
-                        calls_here = [(part_index, function_call)]
+                        calls_here = [(part_index, part)]
                     else:
-                        calls_here.append((part_index, function_call))
+                        calls_here.append((part_index, part))
                 response = part.function_response
                 if response is None:
                     continue
@@ -280,6 +311,21 @@ class PairingLedger:
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
         return None
+
+    def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
+        """Accounts for calls that are answered right where they stand, without tracking them.
+
+        What walking them and their answers would leave behind: an id-ed call
+        makes the open call with its id unreachable (a later response with the
+        id finds the newer, answered call), and an event of id-less calls owns
+        later id-less responses of their names (which then answer nothing).
+        The request pass uses it to skip stretches it has checked already.
+        """
+        for call_id, name in calls:
+            if call_id:
+                self._newest_by_id.pop(call_id, None)
+            else:
+                self._idless_open[name] = deque()
 
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
@@ -308,16 +354,23 @@ class PairingLedger:
         }
         return successor
 
-    def _open_calls_of(
-        self, event: Event, index: int, calls_here: list[tuple[int, FunctionCall]]
-    ) -> None:
+    def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         newest_by_id = self._newest_by_id
         opened: dict[int, TrackedCall] = {}
         idless_here: dict[str, deque[TrackedCall]] | None = None
-        for part_index, function_call in calls_here:
+        for part_index, part in calls_here:
+            function_call: FunctionCall = part.function_call  # type: ignore[assignment]
             name = function_call.name or ""
             call_id = function_call.id or None
+            if never_sent_as_a_call(part):
+                # Malformed: the converter sends this part as its text, so a
+                # placeholder would answer a tool_use that is not there (an
+                # orphan tool_result, rejected). It is not a call on the wire,
+                # so it is not one here: a later result with its id reaches the
+                # model after the previous tool_use, which is where the ledger
+                # attributes it too.
+                continue
             # Positional: keyword construction costs a third more on this hot path.
             call = TrackedCall(
                 index,
@@ -337,7 +390,8 @@ class PairingLedger:
         # This event now owns every later id-less response of these names.
         if idless_here is not None:
             self._idless_open.update(idless_here)
-        self._open[index] = opened
+        if opened:
+            self._open[index] = opened
 
 
 def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
@@ -345,11 +399,11 @@ def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) ->
 
     Without `live`, the common case (no rewind anywhere) costs one pass: the
     rewind check rides along, and only a history that has one is walked again
-    with its mask. ADK writes a rewind as an event without content
-    (``sessions/_rewind_utils.py``), so only such events are checked for one:
-    reading ``actions`` of every event costs a cold object per event, a
-    measurable share of a healthy ``get_session``. `live_event_mask` itself
-    honours a rewind on any event.
+    with its mask. Every event is checked, content or not, exactly as
+    `live_event_mask` and ADK's request builder honour a rewind on any event:
+    checking only content-less events (as ADK writes rewinds) was cheaper, but
+    let a rewind carrying content count here and not in the mask, so views
+    built by different paths disagreed.
     """
     ledger = PairingLedger()
     if live is None:

@@ -20,10 +20,13 @@ the request is accepted); `request_violations` runs all four.
   empty. Converted with ``google.adk.models.lite_llm._get_completion_inputs``,
   i.e. the message list LiteLlm hands to ``litellm.acompletion``, including
   the tool results LiteLlm itself inserts for calls that have none
-  (``_ensure_tool_results``, google-adk >= 1.39). That healing skips calls
-  whose id is empty (2.13.0 lite_llm.py:1847-1849), and a call stored without
-  an id is sent with ``id=""`` (2.13.0 lite_llm.py:1667, 1.20.0
-  lite_llm.py:391 sends ``None``): no OpenAI-compatible API pairs those.
+  (``_ensure_tool_results``, google-adk >= 1.39.1; 1.20.0 has none). That
+  healing skips calls whose id is empty (2.13.0 lite_llm.py:1850), and a call
+  stored without an id is sent with ``id=""`` (2.13.0 lite_llm.py:1686;
+  1.20.0 lite_llm.py:394 sends ``None``): no OpenAI-compatible API pairs
+  those. google-adk 1.20.0 strips its own ``adk-`` ids from every request
+  (flows/llm_flows/contents.py:446), and 1.39.1/2.0.0 keep them for Anthropic
+  only, so there a LiteLlm model that gave no ids sends id-less calls.
 * ``gemini``: a model content with N function calls is followed by a content
   holding exactly N function responses, matching the calls (by id when the
   call has one, else by name). Gemini receives ADK's contents as they are, so
@@ -43,7 +46,7 @@ decides whether a call without an id looks answered.
 
 * 1.20.0 sends ``id or ""`` for calls and results alike
   (anthropic_llm.py:93,125), so every id-less result "answers" every id-less
-  call;
+  call (and the API refuses ``""`` as an id anyway);
 * 1.39.1 -> 2.9.2 map every empty id to one fallback per request,
   ``toolu_fallback_0`` (``_ToolUseIdSanitizer.sanitize``, 2.9.2
   anthropic_llm.py:442-449): an unanswered id-less call shares its id with
@@ -51,7 +54,7 @@ decides whether a call without an id looks answered.
   seeing it;
 * 2.10.0 -> 2.13.0 give each id-less call a fresh fallback and pair an
   id-less result with the *oldest* pending call of its name anywhere in the
-  request (2.13.0 anthropic_llm.py:484-520).
+  request (2.13.0 anthropic_llm.py:504-520).
 
 So before converting, the checker gives every call and result an id of its
 own (`_with_positional_ids`): ids Anthropic accepts are kept, other non-empty
@@ -64,13 +67,15 @@ shows as ``<no id: name>``.
 
 Everything else comes from ADK's converter as it is, on purpose: a ``Part``
 holding both text and a ``function_call`` becomes a text block and the call
-is dropped (2.13.0 anthropic_llm.py:555-556, every version), so a result for
-it is an orphan; a request the converter cannot convert at all
-(``NotImplementedError`` for ``Part(text="")`` on 1.20.0,
-anthropic_llm.py:147) is a violation, because ADK raises before sending it.
+is dropped (``if part.text:`` comes first: 2.13.0 anthropic_llm.py:543,
+1.20.0 :88), so a result for it is an orphan; a request the converter cannot
+convert at all (``NotImplementedError`` for ``Part(text="")`` on 1.20.0,
+anthropic_llm.py:151) is a violation, because ADK raises before sending it.
 
 The Anthropic rule needs the ``anthropic`` package, the OpenAI rule
-``litellm`` (``pip install 'adk-pairing[checks]'``).
+``litellm`` (``pip install 'adk-pairing[checks]'``). litellm fetches its
+model price map from the internet on import unless
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set; the test suite sets it.
 """
 
 from __future__ import annotations

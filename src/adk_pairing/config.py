@@ -333,7 +333,7 @@ def build_session_service(settings: SessionServiceSettings) -> PairingSessionSer
             settings.path,
             f"session_service: cannot build the session service for {settings.masked_uri!r} "
             f"with engine options {sorted(settings.inner_kwargs)}: "
-            + mask_secrets(" <- ".join(reasons)),
+            + mask_secrets(" <- ".join(reasons), settings.uri, settings.inner_uri),
         ) from None
     return PairingSessionService(
         inner,

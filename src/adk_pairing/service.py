@@ -1,23 +1,29 @@
 """`PairingSessionService`: a repaired view over any ADK session service.
 
-The decorator hands out *views*: sessions whose ``events`` carry a synthetic
-result after every call that nothing answers (see `adk_pairing.repair`). Each
-view remembers the inner service's own session object, and every
-``append_event`` on a view goes to the inner service with that object, never
-with the view. So the inner service persists exactly what it would have
-persisted unwrapped, its stale-writer checks see its own revision markers, and
-nothing synthetic can reach the store.
+The decorator is a shell: it delegates every call to the inner service, hands
+what the inner service returned to the view (`adk_pairing.view`) to build or
+bring up to date, logs unanswered calls, and fails open. The rules live below
+it: which calls are answered in `adk_pairing.analysis`, the synthetic results
+in `adk_pairing.repair`, the view and its upkeep on every append in
+`adk_pairing.view`, what is remembered between reads in
+`adk_pairing.analysis_cache`. What stays here:
 
-After each append the view is brought up to date incrementally (O(parts of the
-new event), plus a short backward scan when an older call gets answered), so it
-always equals what ``get_session`` would return at that moment, including
-inside a running turn.
+* Every ``append_event`` on a view goes to the inner service with the inner
+  service's own session object, never with the view, so the store persists
+  exactly what it would have persisted unwrapped and nothing synthetic can
+  reach it.
+* Failing open: if the view cannot be built or kept current, the caller gets
+  the stored session (a read) or the stored events unrepaired (an append),
+  with a logged error; never an exception the inner service would not raise.
+* Only a full read (no ``GetSessionConfig`` window) is resumed from, or
+  remembered in, the analysis cache: a window is not a prefix of the history
+  the next full read returns.
 """
 
 from __future__ import annotations
 
 import logging
-from bisect import bisect_left
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -28,45 +34,19 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
-from pydantic import PrivateAttr
 
-from .analysis import CallStatus, PairingLedger, build_ledger, is_rewind
+from .adk_compat import close_session_service
+from .analysis import CallStatus, PairingLedger, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
-from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
+from .factory import PAIRING_PREFIX, create_inner_session_service, is_pairing_uri, mask_uri
+from .metrics import live_metrics
+from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
+from .repair import PlaceholderTexts, repair_history
+from .view import PairedSession, mirror_fields, paired_view, view_state_of
+
+__all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 
 logger = logging.getLogger("adk_pairing")
-
-_HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
-
-
-class _ViewState:
-    """What a view needs to forward appends and stay current."""
-
-    __slots__ = ("inner", "ledger", "slot_order", "slots")
-
-    def __init__(self, inner: Session, ledger: PairingLedger | None) -> None:
-        self.inner = inner
-        self.ledger = ledger
-        # Stored-event index -> the repair of that call event, while it has
-        # open calls; each slot knows the synthetic event it placed.
-        self.slots: dict[int, RepairedSlot] = {}
-        # The keys of `slots`, sorted: how many synthetic events precede a
-        # stored index, hence where its synthetic event sits in the view.
-        self.slot_order: list[int] = []
-
-    def index_slots(self, repaired: RepairedHistory) -> None:
-        self.slots = repaired.slots
-        self.slot_order = list(repaired.slots)  # built in index order
-
-
-class PairedSession(Session):
-    """A session as `PairingSessionService` returns it: a repaired view.
-
-    It is a plain `Session` to every reader. The private link to the inner
-    service's session object is what lets appends bypass the view.
-    """
-
-    _pairing: _ViewState | None = PrivateAttr(default=None)
 
 
 class _OncePerCall:
@@ -128,8 +108,6 @@ class PairingSessionService(BaseSessionService):
                     "PairingSessionService(DatabaseSessionService(db_url=...)) or "
                     "PairingSessionService(uri='pairing+sqlite+aiosqlite:///sessions.db')."
                 )
-            from .factory import create_inner_session_service
-
             inner = create_inner_session_service(uri, **inner_kwargs)
         elif inner_kwargs:
             raise TypeError(
@@ -152,6 +130,9 @@ class PairingSessionService(BaseSessionService):
                 f"cache off), got {analysis_cache_size!r}."
             )
         self._inner = inner
+        # Stores that do not refuse other owners' sessions themselves (see
+        # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
+        self._check_owner = not checks_ownership(inner)
         self._analysis_cache = AnalysisCache(analysis_cache_size)
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
@@ -200,21 +181,35 @@ class PairingSessionService(BaseSessionService):
         session = await self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        if session is None:
+        if session is None or (
+            self._check_owner
+            and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
+        ):
             self._analysis_cache.forget((app_name, user_id, session_id))
             return None
         full_read = config is None or (
             config.num_recent_events is None and config.after_timestamp is None
         )
-        return self._view_or_stored(session, log_missing=True, full_read=full_read)
+        metrics = live_metrics()  # None unless a meter provider is configured
+        if metrics is None:
+            return self._view_or_stored(session, log_missing=True, full_read=full_read)
+        started = time.perf_counter()
+        view = self._view_or_stored(session, log_missing=True, full_read=full_read)
+        metrics.record_read(app_name, time.perf_counter() - started)
+        return view
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        return await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        listed = await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        if self._check_owner:
+            listed.sessions = owned_sessions(listed.sessions, app_name=app_name, user_id=user_id)
+        return listed
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         self._analysis_cache.forget((app_name, user_id, session_id))
+        if self._check_owner and not await self._may_change(app_name, user_id, session_id):
+            return  # as for a session that does not exist: nothing to delete
         await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -231,13 +226,12 @@ class PairingSessionService(BaseSessionService):
             await flush()
 
     async def close(self) -> None:
-        """Closes the inner service (its engine, pool or client) if it can be closed."""
-        close = getattr(self._inner, "close", None)
-        if close is None:
-            return
-        result = close()
-        if hasattr(result, "__await__"):
-            await result
+        """Releases what the inner service holds: its ``close()``, or its engine's pool.
+
+        google-adk 1.20's ``DatabaseSessionService`` has no ``close``; its
+        ``db_engine`` is disposed instead (see `adk_pairing.adk_compat`).
+        """
+        await close_session_service(self._inner)
 
     async def __aenter__(self) -> PairingSessionService:
         return self
@@ -248,24 +242,40 @@ class PairingSessionService(BaseSessionService):
     # -- events -------------------------------------------------------------
 
     async def append_event(self, session: Session, event: Event) -> Event:
-        view_state = _view_state_of(session)
+        view_state = view_state_of(session)
         if view_state is None:
+            # A view's inner session passed the owner check when it was read;
+            # any other session object is checked against what is stored.
+            if self._check_owner and not await self._may_change(
+                session.app_name, session.user_id, session.id
+            ):
+                raise not_found(session.id)
             return await self._inner.append_event(session, event)
         inner = view_state.inner
         stored_before = len(inner.events)
         appended = await self._inner.append_event(inner, event)
         try:
-            self._catch_up(session, view_state, stored_before)
+            view_state.catch_up(session, stored_before)
         except Exception:
             logger.exception(
                 "adk-pairing could not update the view of session %s; "
                 "serving the stored events unrepaired; the next append rebuilds the view",
                 _session_key(inner),
             )
-            view_state.ledger = None
-            session.events = list(inner.events)
-        _mirror_fields(session, inner)
+            view_state.serve_unrepaired(session)
+            if metrics := live_metrics():
+                metrics.count_fallback(inner.app_name, "append")
+        mirror_fields(session, inner)
         return appended
+
+    async def _may_change(self, app_name: str, user_id: str, session_id: str) -> bool:
+        """False when the store holds `session_id` for another app or user."""
+        stored = await self._inner.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return stored is None or is_owned_by(
+            stored, app_name=app_name, user_id=user_id, session_id=session_id
+        )
 
     # -- views --------------------------------------------------------------
 
@@ -275,9 +285,12 @@ class PairingSessionService(BaseSessionService):
         """The repaired view of `stored`, or `stored` itself if repair fails."""
         try:
             ledger = self._ledger_for(stored, full_read=full_read)
-            view = self._build_view(stored, ledger)
+            repaired = repair_history(stored.events, ledger, self._texts)
+            view = paired_view(stored, ledger, repaired, self._texts)
             if log_missing:
                 self._log_missing(stored, ledger)
+                if (metrics := live_metrics()) and ledger.open_calls:
+                    metrics.count_placeholders(ledger, stored.app_name)
             return view
         except Exception:
             logger.exception(
@@ -285,6 +298,8 @@ class PairingSessionService(BaseSessionService):
                 _session_key(stored),
             )
             self._analysis_cache.forget(_cache_key(stored))
+            if metrics := live_metrics():
+                metrics.count_fallback(stored.app_name, "read")
             return stored
 
     def _ledger_for(self, stored: Session, *, full_read: bool) -> PairingLedger:
@@ -296,85 +311,6 @@ class PairingSessionService(BaseSessionService):
         if not full_read:
             return build_ledger(stored.events)
         return self._analysis_cache.ledger_for(_cache_key(stored), stored.events)
-
-    def _build_view(self, stored: Session, ledger: PairingLedger) -> PairedSession:
-        repaired = repair_history(stored.events, ledger, self._texts)
-        view = PairedSession.model_construct(
-            id=stored.id,
-            app_name=stored.app_name,
-            user_id=stored.user_id,
-            state=stored.state,
-            events=repaired.events,
-            last_update_time=stored.last_update_time,
-        )
-        view_state = _ViewState(stored, ledger)
-        if repaired.slots:
-            view_state.index_slots(repaired)
-        view._pairing = view_state
-        _mirror_fields(view, stored)
-        return view
-
-    def _catch_up(self, view: PairedSession, view_state: _ViewState, stored_before: int) -> None:
-        inner_events = view_state.inner.events
-        stored_now = len(inner_events)
-        if stored_now == stored_before:
-            return
-        ledger = view_state.ledger
-        new_events = inner_events[stored_before:]
-        if ledger is None or stored_now < stored_before or _holds_a_rewind(new_events):
-            self._rebuild(view, view_state)
-            return
-        view_events = view.events
-        index = stored_before
-        for event in new_events:
-            view_events.append(event)
-            settled, opened = ledger.observe(event, index)
-            if settled:
-                touched: dict[int, None] = {}
-                for call in settled:
-                    view_state.slots[call.event_index].settle(call.part_index)
-                    touched[call.event_index] = None
-                for call_index in touched:
-                    self._refresh_slot(view, view_state, call_index)
-            if opened is not None:
-                self._open_slot(view, view_state, opened)
-            index += 1
-
-    def _rebuild(self, view: PairedSession, view_state: _ViewState) -> None:
-        events = view_state.inner.events
-        ledger = build_ledger(events)
-        repaired = repair_history(events, ledger, self._texts)
-        view.events = repaired.events
-        view_state.ledger = ledger
-        view_state.index_slots(repaired)
-
-    def _open_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
-        """Repairs the call event just appended at stored `index` (the view's last event)."""
-        calls = view_state.ledger.open_calls[index]  # all of a new event's calls are open
-        slot = RepairedSlot(view_state.inner.events[index], calls, self._texts)
-        view.events[-1], synthetic = slot.render()
-        view.events.append(synthetic)
-        view_state.slots[index] = slot
-        view_state.slot_order.append(index)  # the newest index is the largest
-
-    def _refresh_slot(self, view: PairedSession, view_state: _ViewState, index: int) -> None:
-        """Re-renders the call event at stored `index` after some of its calls were answered."""
-        slot = view_state.slots[index]
-        previous = slot.synthetic
-        # Stored index i sits at i + (synthetic events before it) in the view,
-        # and its synthetic event right after. Searching the view for it instead
-        # costs O(history) per answer: quadratic over a long run of open calls.
-        rank = bisect_left(view_state.slot_order, index)
-        position = index + rank + 1
-        if position >= len(view.events) or view.events[position] is not previous:
-            position = _rfind_identity(view.events, previous)
-        if slot:
-            view.events[position - 1], view.events[position] = slot.render()
-            return
-        view.events[position - 1] = slot.call_event
-        del view.events[position]
-        del view_state.slot_order[rank]
-        del view_state.slots[index]
 
     def _log_missing(self, stored: Session, ledger: PairingLedger) -> None:
         for calls in ledger.open_calls.values():
@@ -395,51 +331,53 @@ class PairingSessionService(BaseSessionService):
                     )
 
 
-def _holds_a_rewind(events: list[Event]) -> bool:
-    return any(map(is_rewind, events))  # map: no generator frame per append
-
-
-def _rfind_identity(events: list[Event], target: Event) -> int:
-    for position in range(len(events) - 1, -1, -1):
-        if events[position] is target:
-            return position
-    raise LookupError("synthetic event is no longer in the view")
-
-
-def _view_state_of(session: Session) -> _ViewState | None:
-    """The view's link to its inner session; None for any other session.
-
-    Reads pydantic's private-attribute dict directly: ``session._pairing``
-    goes through ``BaseModel.__getattr__``, ~1.8 µs on every append.
-    """
-    if not isinstance(session, PairedSession):
-        return None
-    private = session.__pydantic_private__
-    return private.get("_pairing") if private else None
-
-
-def _mirror_fields(view: Session, stored: Session) -> None:
-    """Keeps state, update time and the storage revision marker in step.
-
-    Runs on every append, so it assigns only what changed: each assignment
-    goes through pydantic's ``__setattr__``. The state is usually the very
-    dict the inner service updates in place.
-    """
-    if view.state is not stored.state:
-        view.state = stored.state
-    # Straight into the field values: the field is already marked set (the
-    # view is built with it), and pydantic's __setattr__ adds two frames.
-    view.__dict__["last_update_time"] = stored.last_update_time
-    if _HAS_STORAGE_MARKER:
-        # Direct reads for the same reason as in `_view_state_of`.
-        marker = (stored.__pydantic_private__ or {}).get("_storage_update_marker")
-        if marker is not (view.__pydantic_private__ or {}).get("_storage_update_marker"):
-            view._storage_update_marker = marker
-
-
 def _cache_key(session: Session) -> SessionKey:
     return (session.app_name, session.user_id, session.id)
 
 
 def _session_key(session: Session) -> str:
     return f"app={session.app_name} user={session.user_id} session={session.id}"
+
+
+def create_session_service(
+    uri: str,
+    *,
+    missing_text: str | None = None,
+    pending_text: str | None = None,
+    analysis_cache_size: int | None = None,
+    **inner_kwargs: Any,
+) -> PairingSessionService:
+    """A `PairingSessionService` around the service ADK builds for ``pairing+<inner-uri>``.
+
+    The keyword names are those of `PairingSessionService` and of the
+    ``pairing:`` block of a config file, so one vocabulary serves all three.
+
+    Args:
+      uri: ``pairing+`` followed by any URI ADK accepts, e.g.
+        ``pairing+postgresql+asyncpg://user:pw@db:5432/agents``.
+      missing_text: What the model reads for a call with no recorded result.
+      pending_text: What the model reads for a call ADK still holds open.
+      analysis_cache_size: How many sessions' analysis the decorator remembers
+        between reads; 0 turns that off. `PairingSessionService`'s default
+        when omitted.
+      **inner_kwargs: Passed to the inner service's factory
+        (see `create_inner_session_service`), e.g. ``pool_size=10``.
+
+    Raises:
+      ValueError: `uri` lacks the ``pairing+`` prefix (the message shows the
+        corrected URI, password masked), `analysis_cache_size` is not a whole
+        number >= 0, or the inner service cannot be built.
+    """
+    if not is_pairing_uri(uri):
+        raise ValueError(
+            f"create_session_service expects a {PAIRING_PREFIX}<uri> URI, got "
+            f"{mask_uri(uri)!r}. Did you mean {mask_uri(PAIRING_PREFIX + uri)!r}? "
+            "(For the unwrapped service, call "
+            "adk_pairing.factory.create_inner_session_service.)"
+        )
+    return PairingSessionService(
+        create_inner_session_service(uri, **inner_kwargs),
+        missing_text=missing_text,
+        pending_text=pending_text,
+        analysis_cache_size=analysis_cache_size,
+    )

@@ -392,6 +392,8 @@ def test_scan_and_show_never_write_to_the_store(sql_store: Store) -> None:
     assert before["events_count"] > 0 and before["session_update_times"]
     for args in (
         ["scan", sql_store.uri, "--app", sql_store.app],
+        ["scan", sql_store.uri, "--app", sql_store.app, "--reader", "get-session"],
+        ["scan", sql_store.uri, "--app", sql_store.app, "--reader", "direct", "--since", "1d"],
         ["scan", sql_store.uri, "--app", sql_store.app, "--user", "alice", "--json"],
         ["show", sql_store.uri, "--app", sql_store.app, "--user", "alice", "--session", "mixed"],
     ):

@@ -24,8 +24,8 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from adk_pairing.cli._common import CliError, explain, human_age, short
-from adk_pairing.cli._scan import ScanResult, scan_store
+from adk_pairing.cli._common import CliError, explain, human_age, parse_time, short
+from adk_pairing.cli._scan import Hooks, ReaderChoice, ScanOptions, ScanResult, scan_store
 from adk_pairing.cli._store import (
     OpenedStore,
     list_sessions_requires_user,
@@ -152,7 +152,7 @@ def test_community_redis_service_needs_a_user() -> None:
 async def test_scan_without_user_on_such_a_service_asks_for_user() -> None:
     store = OpenedStore(service=_UserRequiredService(), uri="custom://x", read_only="-")
     with pytest.raises(CliError, match="pass --user"):
-        await scan_store(store, app="a", user=None)
+        await scan_store(store, ScanOptions(apps=["a"]))
 
 
 # -- scan bookkeeping -------------------------------------------------------
@@ -177,6 +177,7 @@ class _CountingService(BaseSessionService):
         self.count = count
         self.vanished = vanished
         self.failing = failing
+        self.slow = ""
         self.in_flight = 0
         self.peak = 0
 
@@ -199,7 +200,7 @@ class _CountingService(BaseSessionService):
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         try:
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(5 if session_id == self.slow else 0.002)
             if session_id == self.failing:
                 raise ConnectionResetError("connection reset by peer")
             if session_id in self.vanished:
@@ -223,7 +224,7 @@ class _CountingService(BaseSessionService):
 async def test_scan_never_has_more_reads_in_flight_than_concurrency(concurrency: int) -> None:
     service = _CountingService(60)
     store = OpenedStore(service=service, uri="fake://", read_only="-")
-    result = await scan_store(store, app="a", user=None, concurrency=concurrency)
+    result = await scan_store(store, ScanOptions(apps=["a"], concurrency=concurrency))
     assert service.peak == concurrency
     assert result.sessions_scanned == 60
     assert (result.sessions_with_missing, result.healthy_sessions) == (6, 54)
@@ -233,7 +234,9 @@ async def test_scan_counts_vanished_and_unreadable_sessions_apart() -> None:
     service = _CountingService(12, vanished=frozenset({"s3"}), failing="s5")
     store = OpenedStore(service=service, uri="fake://", read_only="-")
     done: list[int] = []
-    result = await scan_store(store, app="a", user=None, on_session_done=lambda: done.append(1))
+    result = await scan_store(
+        store, ScanOptions(apps=["a"]), Hooks(on_session_done=lambda: done.append(1))
+    )
     assert result.vanished_sessions == 1
     assert [u["session"] for u in result.unreadable] == ["s5"]
     assert "connection reset" in result.unreadable[0]["error"]
@@ -243,6 +246,67 @@ async def test_scan_counts_vanished_and_unreadable_sessions_apart() -> None:
 
 def test_exit_code_follows_fail_on() -> None:
     result = ScanResult(
-        store="x", app="a", user=None, read_only="-", missing_calls=0, pending_calls=2
+        store="x", apps=["a"], user=None, read_only="-", missing_calls=0, pending_calls=2
     )
     assert [result.exit_code(f) for f in ("never", "missing", "pending", "any")] == [0, 0, 1, 1]
+
+
+async def test_a_session_over_the_timeout_is_reported_and_the_scan_goes_on() -> None:
+    service = _CountingService(6)
+    service.slow = "s2"
+    store = OpenedStore(service=service, uri="fake://", read_only="-")
+    result = await scan_store(store, ScanOptions(apps=["a"], timeout=0.5))
+    assert [(u["session"], u["error"]) for u in result.unreadable] == [
+        ("s2", "timed out after 0.5 s")
+    ]
+    assert result.sessions_scanned == 5
+
+
+async def test_broken_sessions_are_handed_out_as_found_and_not_kept() -> None:
+    store = OpenedStore(service=_CountingService(30), uri="fake://", read_only="-")
+    streamed: list[list[Any]] = []
+    result = await scan_store(store, ScanOptions(apps=["a"]), Hooks(on_broken=streamed.append))
+    assert [found[0].session for found in streamed] == ["s0", "s10", "s20"]
+    assert result.findings == [] and result.missing_calls == 3
+
+
+async def test_several_apps_are_counted_apart() -> None:
+    store = OpenedStore(service=_CountingService(10), uri="fake://", read_only="-")
+    result = await scan_store(store, ScanOptions(apps=["a", "b", "a"]))
+    assert result.apps == ["a", "b"]
+    assert {app: c.sessions_with_missing for app, c in result.per_app.items()} == {"a": 1, "b": 1}
+    assert result.sessions_scanned == 20
+
+
+async def test_a_store_that_cannot_list_apps_asks_for_app_in_one_line() -> None:
+    store = OpenedStore(service=InMemorySessionService(), uri="memory://", read_only="-")
+    with pytest.raises(CliError, match=r"cannot list its apps.*--app APP") as caught:
+        await scan_store(store, ScanOptions(apps=None))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(CliError, match="--reader direct"):
+        await scan_store(store, ScanOptions(apps=["a"], reader=ReaderChoice.DIRECT))
+
+
+async def test_since_and_until_filter_listed_sessions_by_update_time() -> None:
+    store = OpenedStore(service=_CountingService(4), uri="fake://", read_only="-")
+    assert (await scan_store(store, ScanOptions(apps=["a"], since=1.0))).sessions_scanned == 0
+    assert (await scan_store(store, ScanOptions(apps=["a"], until=0.0))).sessions_scanned == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1700000000", 1_700_000_000.0),
+        ("2023-11-14T22:13:20", 1_700_000_000.0),
+        ("2023-11-15T00:13:20+02:00", 1_700_000_000.0),
+        ("90m", 1_000_000.0 - 5_400),
+        ("7d", 1_000_000.0 - 604_800),
+    ],
+)
+def test_parse_time_reads_iso_epoch_and_ages(text: str, expected: float) -> None:
+    assert parse_time(text, now=1_000_000.0) == expected
+
+
+def test_parse_time_rejects_what_it_cannot_read() -> None:
+    with pytest.raises(CliError, match="is not a time"):
+        parse_time("yesterday")

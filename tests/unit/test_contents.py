@@ -21,6 +21,8 @@ from adk_pairing import PlaceholderTexts
 from adk_pairing.checks import anthropic_pairing_violations
 from adk_pairing.contents import (
     ContentRule,
+    _repair_segments,
+    _scan,
     repair_contents,
     satisfies_pairing_rules,
 )
@@ -475,3 +477,42 @@ def test_valid_request_without_ids_is_returned_untouched_for_gemini(
     contents: list[types.Content],
 ) -> None:
     assert repair_contents(contents, fill_missing_ids=False).contents is contents
+
+
+@RELAXED
+@given(contents=any_contents(), fill=st.booleans())
+def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_gives(
+    contents: list[types.Content], fill: bool
+) -> None:
+    held = {"call_2"}
+    local = repair_contents(contents, held_open_ids=held, fill_missing_ids=fill)
+    segments = _scan(contents, fill, localize=False)
+    everything = _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
+    assert dump(local.contents) == dump(everything.contents)
+    assert sorted(map(repr, local.notable)) == sorted(map(repr, everything.notable))
+
+
+def test_segments_that_hold_are_reused_around_the_one_that_is_repaired() -> None:
+    healthy_before = [user(say("a")), model(call("c1")), user(result("c1"))]
+    broken = [model(call("c2")), user(say("b"))]
+    healthy_after = [model(call("c3")), user(result("c3")), model(say("end"))]
+    contents = healthy_before + broken + healthy_after
+    repaired = repair_contents(contents)
+    assert all(a is b for a, b in zip(repaired.contents[:3], healthy_before, strict=True))
+    assert all(a is b for a, b in zip(repaired.contents[-3:], healthy_after, strict=True))
+    assert shape(repaired.contents)[3:5] == [("model", ["C:c2"]), ("user", ["R:c2:missing", "b"])]
+
+
+def test_a_later_result_still_reaches_its_call_across_segments_that_hold() -> None:
+    contents = [
+        user(say("a")),
+        model(call("old", "start_job")),
+        user(say("b")),
+        model(call("c1")),
+        user(result("c1")),
+        model(call("c2")),
+        user(result("c2"), result("old", "start_job")),
+    ]
+    repaired = repair_contents(contents)
+    assert shape(repaired.contents)[1:3] == [("model", ["C:old"]), ("user", ["R:old", "b"])]
+    assert shape(repaired.contents)[-1] == ("user", ["R:c2"])

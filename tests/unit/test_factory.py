@@ -51,6 +51,12 @@ SECRET = "s3cr3t-Pa55"
         ),
         # An unescaped "@" in the password must not leave its tail visible.
         (f"postgresql://u:{SECRET}@x@db/agents", "postgresql://u:***@db/agents"),
+        # SQLAlchemy reads this as user "db", password "5432/agents?application_name=a",
+        # host "b": whatever a driver would send as a password is masked.
+        (
+            "postgresql://db:5432/agents?application_name=a@b",
+            "postgresql://db:***@b",
+        ),
         (
             f"rediss://cache:6380/0?password={SECRET}&ssl_cert_reqs=none",
             "rediss://cache:6380/0?password=***&ssl_cert_reqs=none",
@@ -72,7 +78,8 @@ def test_mask_uri_hides_password_and_secret_query_values_but_keeps_the_rest(uri,
         "postgresql+asyncpg://postgres@127.0.0.1:5432/agents",
         "sqlite+aiosqlite:///var/lib/app/sessions.db",
         "sqlite:///tmp/odd:name@host.db",  # a colon and "@" in a path are not a password
-        "postgresql://db:5432/agents?application_name=a@b",
+        "postgresql://alice@db:5432/agents",  # a user name alone is not a secret
+        "redis://default@cache:6379/0",
         "memory://",
         "not a uri at all",
     ],

@@ -129,16 +129,21 @@ async def test_rewind_appended_through_the_view_rebuilds_it() -> None:
     assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
 
 
-async def test_rewind_marker_on_an_event_with_content_annuls_nothing_on_append_or_read() -> None:
-    """Only content-less rewinds (as ADK writes them) annul events, on append as on read."""
+async def test_rewind_marker_with_content_annuls_as_adk_does_on_append_and_read() -> None:
+    """A rewind target on an event with content annuls, and drops that content, as in ADK."""
     from google.adk.events.event_actions import EventActions
+
+    from .test_properties import adk_request_contents
 
     service = PairingSessionService(InMemorySessionService())
     view = await _view_with_a_call_answered_in_a_later_invocation(service)
     odd = user_text("rewind with text", invocation_id="inv-3")
     odd.actions = EventActions(rewind_before_invocation_id="inv-2")
     await service.append_event(view, odd)
-    assert not any(is_synthetic(e) for e in view.events)
+    stored = await service.inner.get_session(app_name=APP, user_id=USER, session_id=view.id)
+    request_texts = [p.text for c in adk_request_contents(stored.events) for p in c.parts or ()]
+    assert "rewind with text" not in request_texts  # ADK drops the rewind's own content
+    assert sum(is_synthetic(e) for e in view.events) == 1  # c1's answer was annulled
     assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
 
 

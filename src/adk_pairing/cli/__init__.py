@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -77,13 +77,31 @@ def demo(
 @app.command()
 def scan(
     uri: UriArg,
-    app_name: Annotated[
-        str,
-        typer.Option("--app", metavar="APP", help="App name to scan (ADK lists sessions per app)."),
-    ],
+    app_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--app",
+            metavar="APP",
+            help="App to scan; repeat for several. Default: every app the store holds "
+            "(stores whose layout adk-pairing reads: ADK's SQL services and both Redis services).",
+        ),
+    ] = None,
     user: Annotated[
         str | None,
         typer.Option("--user", metavar="USER", help="Only this user's sessions."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="TIME",
+            help="Only sessions updated at or after TIME: ISO 8601 (UTC unless a zone is "
+            "given), epoch seconds, or an age such as 30m, 12h, 7d.",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="TIME", help="Only sessions updated at or before TIME."),
     ] = None,
     fail_on: Annotated[
         str,
@@ -93,40 +111,102 @@ def scan(
             help="Exit 1 when such calls are found (for cron and CI).",
         ),
     ] = "never",
+    reader: Annotated[
+        str,
+        typer.Option(
+            "--reader",
+            metavar="auto|direct|get-session",
+            help="auto: read the store's tables/keys in batches when their layout is known, "
+            "else get_session per session; direct: only the former; get-session: only the latter.",
+        ),
+    ] = "auto",
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Sessions read at once.")
+        int, typer.Option("--concurrency", min=1, help="get_session reads at once.")
     ] = 8,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Sessions per batch (direct reads).")
+    ] = 100,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="Per-session limit of a get_session read; a session over it is reported "
+            "as unreadable and the scan goes on.",
+        ),
+    ] = None,
     limit: Annotated[
         int, typer.Option("--limit", min=0, help="Rows shown in the text table.")
     ] = 50,
     option: OptionOpt = None,
     json_output: JsonOpt = False,
+    json_lines: Annotated[
+        bool,
+        typer.Option(
+            "--json-lines",
+            help="Stream one JSON object per broken or unreadable session as it is found, "
+            "then one summary object.",
+        ),
+    ] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
-    from ._common import stderr_console
-    from ._scan import FAIL_ON_CHOICES, ScanResult, render, scan_store, scan_with_progress
+    from ._common import parse_time, stderr_console
+    from ._scan import (
+        FAIL_ON_CHOICES,
+        Hooks,
+        ReaderChoice,
+        ScanOptions,
+        ScanResult,
+        render,
+        scan_store,
+        scan_with_progress,
+    )
     from ._store import open_read_only, parse_options
 
     if fail_on not in FAIL_ON_CHOICES:
         raise typer.BadParameter(
             f"{fail_on!r}; choose one of {', '.join(FAIL_ON_CHOICES)}", param_hint="--fail-on"
         )
+    choices = [choice.value for choice in ReaderChoice]
+    if reader not in choices:
+        raise typer.BadParameter(f"{reader!r}; choose one of {', '.join(choices)}", "--reader")
+    if json_output and json_lines:
+        raise typer.BadParameter("use --json or --json-lines, not both", param_hint="--json-lines")
     err = stderr_console()
+    hooks = Hooks()
+    if json_lines:
+        hooks = Hooks(
+            on_broken=lambda found: _print_line(_broken_record(found)),
+            on_unreadable=lambda item: _print_line({"type": "unreadable", **item}),
+        )
 
     async def go() -> ScanResult:
+        options = ScanOptions(
+            apps=app_names or None,
+            user=user,
+            since=parse_time(since) if since is not None else None,
+            until=parse_time(until) if until is not None else None,
+            concurrency=concurrency,
+            batch_size=batch_size,
+            reader=ReaderChoice(reader),
+            timeout=timeout,
+        )
         store = open_read_only(uri, parse_options(option))
         try:
             if err.is_terminal and not debug:
-                return await scan_with_progress(
-                    store, app=app_name, user=user, concurrency=concurrency, console=err
-                )
-            return await scan_store(store, app=app_name, user=user, concurrency=concurrency)
+                return await scan_with_progress(store, options, hooks, err)
+            return await scan_store(store, options, hooks)
         finally:
             await store.close()
 
     result = run(go(), uri=uri, debug=debug)
-    if json_output:
+    if json_lines:
+        summary = result.to_json()
+        del summary["findings"], summary["unreadable"]
+        _print_line({"type": "summary", **summary})
+    elif json_output:
         print(dumps(result.to_json()))
     else:
         render(result, stdout_console(), limit=limit)
@@ -137,6 +217,28 @@ def scan(
         )
         raise typer.Exit(EXIT_ERROR)
     raise typer.Exit(result.exit_code(fail_on))
+
+
+def _print_line(record: dict[str, object]) -> None:
+    import json
+
+    print(json.dumps(record, ensure_ascii=False, allow_nan=False), flush=True)
+
+
+def _broken_record(found: list[Any]) -> dict[str, object]:
+    """One ``--json-lines`` record: a broken session and its unanswered calls."""
+    from dataclasses import asdict
+
+    first = found[0]
+    return {
+        "type": "session",
+        "app": first.app,
+        "user": first.user,
+        "session": first.session,
+        "missing_calls": sum(1 for f in found if f.status == "missing"),
+        "pending_calls": sum(1 for f in found if f.status == "pending"),
+        "findings": [asdict(f) for f in found],
+    }
 
 
 @app.command()

@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from ..factory import mask_secrets, mask_uri
+from ..factory import mask_secrets, mask_uri, uri_passwords
 
 T = TypeVar("T")
 
@@ -65,21 +65,23 @@ def stderr_console() -> Console:
 
 
 @contextlib.contextmanager
-def output_policy(debug: bool) -> Iterator[None]:
+def output_policy(debug: bool, uri: str | None = None) -> Iterator[None]:
     """Library logs and warnings off (or, with `debug`, all on) for one command.
 
     Without a handler anywhere, Python prints WARNING records through its
     last-resort handler, and ADK logs connection failures at ERROR before
     raising; a `NullHandler` on the root logger keeps them off the terminal
     without stopping propagation (so embedding code and tests still see the
-    records). Everything is restored on exit.
+    records). With `debug`, every record is printed with the password of
+    `uri` masked: drivers and ADK may log the URI or a piece of it.
+    Everything is restored on exit.
     """
     root = logging.getLogger()
     handler: logging.Handler
     previous_level = root.level
     if debug:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_MaskingFormatter("%(levelname)s %(name)s: %(message)s", uri))
         root.setLevel(logging.INFO)
     else:
         handler = logging.NullHandler()
@@ -97,21 +99,38 @@ def output_policy(debug: bool) -> Iterator[None]:
 def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T:
     """Runs `coroutine`, turning any failure into one line and exit code 2."""
     try:
-        with output_policy(debug):
+        with output_policy(debug, uri):
             return asyncio.run(coroutine)
     except CliError as error:
-        fail(mask_secrets(str(error)), debug=debug, exit_code=error.exit_code)
+        fail(mask_secrets(str(error), uri), debug=debug, exit_code=error.exit_code, uri=uri)
     except KeyboardInterrupt:
         fail("interrupted", debug=False, exit_code=130)
     except Exception as error:
-        fail(explain(error, uri), debug=debug)
+        fail(explain(error, uri), debug=debug, uri=uri)
 
 
-def fail(message: str, *, debug: bool, exit_code: int = EXIT_ERROR) -> NoReturn:
-    """Prints `message` (and the traceback when debugging) and exits."""
+class _MaskingFormatter(logging.Formatter):
+    """A formatter whose output (message and traceback) has `uri`'s secrets masked."""
+
+    def __init__(self, fmt: str, uri: str | None) -> None:
+        super().__init__(fmt)
+        self._uri = uri
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_secrets(super().format(record), self._uri)
+
+
+def fail(
+    message: str, *, debug: bool, exit_code: int = EXIT_ERROR, uri: str | None = None
+) -> NoReturn:
+    """Prints `message` (and the traceback when debugging) and exits.
+
+    Both are masked again for `uri`: a message built elsewhere may quote it.
+    """
     console = stderr_console()
     if debug and sys.exc_info()[0] is not None:
-        console.print(mask_secrets(traceback.format_exc()), markup=False)
+        console.print(mask_secrets(traceback.format_exc(), uri), markup=False)
+    message = mask_secrets(message, uri, embedded=False)
     console.print(f"error: {message}", markup=False, soft_wrap=True)
     raise typer.Exit(exit_code)
 
@@ -140,7 +159,7 @@ def explain(error: BaseException, uri: str | None) -> str:
     chain = list(_causes(error))
     for cause in chain:
         names = _type_names(cause)
-        lines = mask_secrets(str(cause)).strip().splitlines()
+        lines = mask_secrets(str(cause), uri).strip().splitlines()
         text = lines[0].rstrip(".") if lines else ""
         if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
             return f"{where} rejected the login: {text}. Fix the user name or password in the URI."
@@ -151,7 +170,10 @@ def explain(error: BaseException, uri: str | None) -> str:
         ):
             return f"{where} rejected the login: {text}. Fix the password in the URI."
         if isinstance(cause, socket.gaierror):
-            return f"cannot resolve the host of {where}: {text}. Check the host name in the URI."
+            return (
+                f"cannot resolve the host of {where}: {text}. Check the host name in the URI."
+                + _escape_hint(uri)
+            )
         if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
             "ConnectionError" in names and "redis" in type(cause).__module__
         ):
@@ -169,20 +191,30 @@ def explain(error: BaseException, uri: str | None) -> str:
             return f"cannot open the SQLite database of {where}: {text}."
     first = chain[0]
     if isinstance(first, ValueError):
-        message = mask_secrets(str(first)).strip().rstrip(".")
+        message = mask_secrets(str(first), uri).strip().rstrip(".")
         if "module not found" in message or "synchronous driver" in message:
             hint = "Install the URI's database driver, or name an async one it has"
         else:
             hint = "Use a URI ADK accepts"
-        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}."
+        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{_escape_hint(uri)}"
     for cause in chain:
         if isinstance(cause, OSError) and cause.errno is not None:
-            return f"cannot connect to {where}: {mask_secrets(str(cause))}."
-    detail = mask_secrets(str(first)).strip().splitlines()
+            return f"cannot connect to {where}: {mask_secrets(str(cause), uri)}."
+    detail = mask_secrets(str(first), uri).strip().splitlines()
     summary = detail[0] if detail else ""
     return (
         f"{type(first).__name__} while reading {where}: {summary} "
         "(run again with --debug for the traceback)"
+    )
+
+
+def _escape_hint(uri: str | None) -> str:
+    """Why a URI whose password holds a delimiter is misread, and the fix."""
+    if not uri or not any(char in password for password in uri_passwords(uri) for char in "#?/@ "):
+        return ""
+    return (
+        " The password holds a character that ends it early (#, ?, /, @ or a space);"
+        " percent-encode it: # as %23, ? as %3F, / as %2F, @ as %40, space as %20."
     )
 
 
@@ -209,3 +241,41 @@ def short(text: str, limit: int) -> str:
     """`text` on one line, cut to `limit` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+_AGO_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
+
+
+def parse_time(text: str, *, now: float | None = None) -> float:
+    """An operator's time bound as epoch seconds.
+
+    Accepts an ISO 8601 date or date-time (UTC when it names no zone), epoch
+    seconds, or an age such as ``30m``, ``12h``, ``7d`` (that long before now).
+    """
+    import datetime
+
+    value = text.strip()
+    unit = value[-1:].lower()
+    if unit in _AGO_UNITS and value[:-1].replace(".", "", 1).isdigit():
+        reference = time_now() if now is None else now
+        return reference - float(value[:-1]) * _AGO_UNITS[unit]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise CliError(
+            f"{text!r} is not a time: use ISO 8601 (2026-05-01 or 2026-05-01T12:00:00+02:00, "
+            "UTC when no zone is given), epoch seconds, or an age such as 30m, 12h, 7d"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def time_now() -> float:
+    import time
+
+    return time.time()

@@ -1,30 +1,66 @@
 """``adk-pairing scan``: which stored sessions hold unanswered function calls.
 
-Reads every session of one app (optionally one user) through the inner,
-unwrapped service, so it reports what is *stored*, and classifies each call
-with `adk_pairing.analyze`. Sessions are fetched with bounded concurrency
-(an ``asyncio.Semaphore``) and only findings are kept, so memory stays flat
-however many sessions the store holds.
+Reads what is *stored* (never the repaired view) and classifies each call with
+`adk_pairing.analyze`; this module only drives the reading and counts.
+
+Two ways to read, same counts (``tests/integration/test_scan_direct.py``
+proves it on every store):
+
+* **direct** (`_direct`): the events of a batch of sessions at a time, from the
+  store's own tables or keys, rebuilt with ADK's own ``Event`` model. Used
+  whenever the store's layout is one we read (ADK's SQL services on a known
+  schema version, both Redis services).
+* **get_session**: ``list_sessions`` then ``get_session`` per session with
+  bounded concurrency (an ``asyncio.Semaphore`` acquired before each task is
+  created), for every other store, or when asked (``--reader get-session``).
+  When ``--reader auto`` falls back to it, the result says why.
+
+Without ``--app`` every app is scanned: the direct readers list the app names
+the store holds; a store we cannot read around its service (in-memory, Vertex
+AI, custom schemes) has no such listing in ADK (``BaseSessionService`` has
+``list_sessions(app_name, user_id)`` only), so the scan stops and asks for
+``--app``. Memory holds one batch (direct) or ``concurrency`` sessions
+(get_session), plus the findings; with ``on_broken`` (``--json-lines``) the
+findings are handed out as found and not kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
-from google.adk.sessions.session import Session
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from ..analysis import CallStatus, analyze
 from ._common import CliError, explain, human_age, short
+from ._direct import (
+    DEFAULT_BATCH_SIZE,
+    DirectReader,
+    StoredSession,
+    UnreadableSession,
+    Unsupported,
+    Window,
+    direct_reader,
+)
 from ._store import OpenedStore, list_sessions_requires_user
 
 logger = logging.getLogger("adk_pairing.cli")
@@ -34,6 +70,12 @@ logger = logging.getLogger("adk_pairing.cli")
 DEFAULT_CONCURRENCY = 8
 
 FAIL_ON_CHOICES = ("never", "missing", "pending", "any")
+
+
+class ReaderChoice(enum.StrEnum):
+    AUTO = "auto"
+    DIRECT = "direct"
+    GET_SESSION = "get-session"
 
 
 @dataclass(frozen=True)
@@ -53,13 +95,44 @@ class Finding:
 
 
 @dataclass
+class AppCounts:
+    """The counts of one app (and, summed, of the whole scan)."""
+
+    sessions_scanned: int = 0
+    healthy_sessions: int = 0
+    sessions_with_missing: int = 0
+    sessions_with_pending: int = 0
+    missing_calls: int = 0
+    pending_calls: int = 0
+    unreadable_sessions: int = 0
+
+    def add(self, found: Sequence[Finding]) -> None:
+        self.sessions_scanned += 1
+        if not found:
+            self.healthy_sessions += 1
+            return
+        missing = sum(1 for f in found if f.status == CallStatus.MISSING.value)
+        pending = len(found) - missing
+        self.missing_calls += missing
+        self.pending_calls += pending
+        self.sessions_with_missing += 1 if missing else 0
+        self.sessions_with_pending += 1 if pending else 0
+
+
+@dataclass
 class ScanResult:
     """Counts and findings of one scan."""
 
     store: str
-    app: str
+    apps: list[str]
     user: str | None
     read_only: str
+    #: "direct: <layout>" or "get_session".
+    reader: str = "get_session"
+    #: Why `--reader auto` did not read directly (None when it did, or was not asked to).
+    fallback_reason: str | None = None
+    since: float | None = None
+    until: float | None = None
     sessions_scanned: int = 0
     healthy_sessions: int = 0
     sessions_with_missing: int = 0
@@ -67,6 +140,7 @@ class ScanResult:
     missing_calls: int = 0
     pending_calls: int = 0
     vanished_sessions: int = 0
+    per_app: dict[str, AppCounts] = field(default_factory=dict)
     unreadable: list[dict[str, str]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     elapsed_seconds: float = 0.0
@@ -81,26 +155,59 @@ class ScanResult:
         }[fail_on]
         return 1 if found else 0
 
+    def counts(self) -> dict[str, int]:
+        return {
+            "sessions_scanned": self.sessions_scanned,
+            "healthy_sessions": self.healthy_sessions,
+            "sessions_with_missing": self.sessions_with_missing,
+            "sessions_with_pending": self.sessions_with_pending,
+            "missing_calls": self.missing_calls,
+            "pending_calls": self.pending_calls,
+        }
+
+    def record(self, app: str, found: list[Finding], *, keep: bool) -> None:
+        counts = self.per_app.setdefault(app, AppCounts())
+        counts.add(found)
+        self.sessions_scanned += 1
+        total = AppCounts()
+        total.add(found)
+        self.healthy_sessions += total.healthy_sessions
+        self.sessions_with_missing += total.sessions_with_missing
+        self.sessions_with_pending += total.sessions_with_pending
+        self.missing_calls += total.missing_calls
+        self.pending_calls += total.pending_calls
+        if keep:
+            self.findings.extend(found)
+
+    def record_unreadable(self, app: str, user: str, session: str, error: str) -> dict[str, str]:
+        self.per_app.setdefault(app, AppCounts()).unreadable_sessions += 1
+        item = {"app": app, "user": user, "session": session, "error": error}
+        self.unreadable.append(item)
+        return item
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["findings"] = [asdict(f) for f in self.findings]
+        data["per_app"] = {app: asdict(c) for app, c in sorted(self.per_app.items())}
         return data
 
 
-def findings_of(session: Session, now: float) -> list[Finding]:
+def findings_of(
+    app: str, user: str, session_id: str, events: list[Event], now: float
+) -> list[Finding]:
     """The unanswered calls of one stored session, oldest first."""
-    report = analyze(session.events)
+    report = analyze(events)
     found: list[Finding] = []
     for call in report.calls:
         status = call.status
         if status is CallStatus.ANSWERED:
             continue
-        event = session.events[call.event_index]
+        event = events[call.event_index]
         found.append(
             Finding(
-                app=session.app_name,
-                user=session.user_id,
-                session=session.id,
+                app=app,
+                user=user,
+                session=session_id,
                 call_id=call.call_id,
                 name=call.name,
                 status=status.value,
@@ -113,110 +220,242 @@ def findings_of(session: Session, now: float) -> list[Finding]:
     return found
 
 
+@dataclass
+class ScanOptions:
+    """What to scan and how; `scan_store`'s knobs, as the CLI sets them."""
+
+    apps: Sequence[str] | None = None
+    user: str | None = None
+    since: float | None = None
+    until: float | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    batch_size: int = DEFAULT_BATCH_SIZE
+    reader: ReaderChoice = ReaderChoice.AUTO
+    #: Seconds one session may take (read and analysis); None: no limit.
+    timeout: float | None = None
+
+
+@dataclass
+class Hooks:
+    """Callbacks for progress and streaming output (all optional)."""
+
+    on_total: Callable[[int | None], None] | None = None
+    on_session_done: Callable[[], None] | None = None
+    #: Called with the findings of each broken session as it is found; when
+    #: set, findings are not kept in the result (memory stays flat).
+    on_broken: Callable[[list[Finding]], None] | None = None
+    on_unreadable: Callable[[dict[str, str]], None] | None = None
+
+
+class _SessionTimeout(Exception):
+    pass
+
+
 async def scan_store(
-    store: OpenedStore,
-    *,
-    app: str,
-    user: str | None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    on_listed: Callable[[int], None] | None = None,
-    on_session_done: Callable[[], None] | None = None,
+    store: OpenedStore, options: ScanOptions, hooks: Hooks | None = None
 ) -> ScanResult:
-    """Reads every session of `app` (and `user`) and collects unanswered calls."""
-    if concurrency < 1:
+    """Reads the sessions `options` name and collects their unanswered calls."""
+    hooks = hooks or Hooks()
+    if options.concurrency < 1:
         raise CliError("--concurrency must be at least 1")
-    service: BaseSessionService = store.service
-    if user is None and list_sessions_requires_user(service):
+    if options.batch_size < 1:
+        raise CliError("--batch-size must be at least 1")
+    started = time.perf_counter()
+    apps = list(dict.fromkeys(options.apps)) if options.apps else None
+    result = ScanResult(
+        store=store.masked_uri,
+        apps=apps or [],
+        user=options.user,
+        read_only=store.read_only,
+        since=options.since,
+        until=options.until,
+    )
+    window = Window(apps=apps, user=options.user, since=options.since, until=options.until)
+
+    reader: DirectReader | None = None
+    if options.reader is not ReaderChoice.GET_SESSION:
+        try:
+            reader = await direct_reader(store.service, store.sqlite_path)
+        except Unsupported as why:
+            if options.reader is ReaderChoice.DIRECT:
+                raise CliError(f"--reader direct: cannot read this store directly: {why}") from None
+            result.fallback_reason = str(why)
+    try:
+        if reader is not None:
+            result.reader = f"direct: {reader.description}"
+            await _scan_direct(reader, window, options, hooks, result)
+            if apps is None:
+                # The apps the reader met (listing them first would cost Redis a
+                # second pass over every session).
+                result.apps = sorted(result.per_app)
+        else:
+            if apps is None:
+                raise CliError(_no_app_listing_message(store.service, result.fallback_reason))
+            await _scan_with_get_session(store.service, window, options, hooks, result)
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+    result.findings.sort(key=lambda f: (f.status != "missing", f.call_time, f.user, f.session))
+    result.unreadable.sort(key=lambda u: (u["app"], u["user"], u["session"]))
+    result.elapsed_seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _no_app_listing_message(service: BaseSessionService, reason: str | None) -> str:
+    name = type(service).__name__
+    why = f" ({reason})" if reason else ""
+    return (
+        f"{name} cannot list its apps: ADK's session services list sessions per app only, "
+        f"and this store's layout is not one adk-pairing reads directly{why}. "
+        "Name the apps with --app APP (repeatable)."
+    )
+
+
+def _handle(
+    result: ScanResult,
+    hooks: Hooks,
+    app: str,
+    user: str,
+    session_id: str,
+    events: list[Event],
+    now: float,
+) -> None:
+    found = findings_of(app, user, session_id, events, now)
+    result.record(app, found, keep=hooks.on_broken is None)
+    if found and hooks.on_broken is not None:
+        hooks.on_broken(found)
+
+
+def _unreadable(
+    result: ScanResult, hooks: Hooks, app: str, user: str, session: str, error: str
+) -> None:
+    item = result.record_unreadable(app, user, session, error)
+    if hooks.on_unreadable is not None:
+        hooks.on_unreadable(item)
+
+
+async def _scan_direct(
+    reader: DirectReader,
+    window: Window,
+    options: ScanOptions,
+    hooks: Hooks,
+    result: ScanResult,
+) -> None:
+    if hooks.on_total is not None:
+        hooks.on_total(await reader.count(window))
+    now = time.time()
+    items: AsyncIterator[StoredSession | UnreadableSession] = reader.read(
+        window, options.batch_size
+    )
+    async for item in items:
+        if isinstance(item, UnreadableSession):
+            logger.warning(
+                "could not read session %s of user %s", item.session, item.user, exc_info=item.error
+            )
+            _unreadable(result, hooks, item.app, item.user, item.session, explain(item.error, None))
+        else:
+            # Rebuilding is done by the reader; what is left here is pure CPU
+            # (the analysis), far below any sensible timeout.
+            _handle(result, hooks, item.app, item.user, item.session, item.events, now)
+        if hooks.on_session_done is not None:
+            hooks.on_session_done()
+
+
+async def _scan_with_get_session(
+    service: BaseSessionService,
+    window: Window,
+    options: ScanOptions,
+    hooks: Hooks,
+    result: ScanResult,
+) -> None:
+    assert window.apps is not None
+    if window.user is None and list_sessions_requires_user(service):
         raise CliError(
             f"{type(service).__name__} can only list the sessions of one user: pass --user USER_ID."
         )
-    started = time.perf_counter()
-    listing = await service.list_sessions(app_name=app, user_id=user)
-    sessions = listing.sessions
-    if on_listed is not None:
-        on_listed(len(sessions))
-    result = ScanResult(store=store.masked_uri, app=app, user=user, read_only=store.read_only)
-    semaphore = asyncio.Semaphore(concurrency)
+    listed: list[tuple[str, str, str]] = []
+    for app in window.apps:
+        listing = await service.list_sessions(app_name=app, user_id=window.user)
+        listed.extend(
+            (app, s.user_id, s.id)
+            for s in listing.sessions
+            if window.wants(app, s.user_id, s.last_update_time)
+        )
+    if hooks.on_total is not None:
+        hooks.on_total(len(listed))
+    semaphore = asyncio.Semaphore(options.concurrency)
     now = time.time()
 
-    def record(session: Session) -> None:
-        result.sessions_scanned += 1
-        found = findings_of(session, now)
-        if not found:
-            result.healthy_sessions += 1
-            return
-        missing = sum(1 for f in found if f.status == CallStatus.MISSING.value)
-        pending = len(found) - missing
-        result.missing_calls += missing
-        result.pending_calls += pending
-        result.sessions_with_missing += 1 if missing else 0
-        result.sessions_with_pending += 1 if pending else 0
-        result.findings.extend(found)
-
-    async def read_one(listed: Session) -> None:
+    async def read_one(app: str, user: str, session_id: str) -> None:
         try:
-            session = await service.get_session(
-                app_name=app, user_id=listed.user_id, session_id=listed.id
+            session = await asyncio.wait_for(
+                service.get_session(app_name=app, user_id=user, session_id=session_id),
+                options.timeout,
             )
             if session is None:
                 # Deleted (or expired) between the listing and this read.
                 result.vanished_sessions += 1
             else:
-                record(session)
+                _handle(result, hooks, app, user, session_id, session.events, now)
+        except TimeoutError:
+            _unreadable(
+                result, hooks, app, user, session_id, f"timed out after {options.timeout:g} s"
+            )
         except Exception as error:
             # Shown with its traceback under --debug; otherwise only the one-line reason.
-            logger.warning(
-                "could not read session %s of user %s", listed.id, listed.user_id, exc_info=True
-            )
-            result.unreadable.append(
-                {"user": listed.user_id, "session": listed.id, "error": explain(error, None)}
-            )
+            logger.warning("could not read session %s of user %s", session_id, user, exc_info=True)
+            _unreadable(result, hooks, app, user, session_id, explain(error, None))
         finally:
             semaphore.release()
-            if on_session_done is not None:
-                on_session_done()
+            if hooks.on_session_done is not None:
+                hooks.on_session_done()
 
     # Acquiring before creating each task keeps at most `concurrency` reads
     # (and tasks) alive, so a store of millions of sessions costs no more memory.
     running: set[asyncio.Task[None]] = set()
-    for listed in sessions:
+    for app, user, session_id in listed:
         await semaphore.acquire()
-        task = asyncio.create_task(read_one(listed))
+        task = asyncio.create_task(read_one(app, user, session_id))
         running.add(task)
         task.add_done_callback(running.discard)
     if running:
         await asyncio.gather(*running)
-    result.findings.sort(key=lambda f: (f.status != "missing", f.call_time, f.user, f.session))
-    result.unreadable.sort(key=lambda u: (u["user"], u["session"]))
-    result.elapsed_seconds = round(time.perf_counter() - started, 3)
-    return result
+
+
+class RateColumn(ProgressColumn):
+    """Sessions per second so far."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f} sessions/s" if speed else "")
 
 
 async def scan_with_progress(
-    store: OpenedStore,
-    *,
-    app: str,
-    user: str | None,
-    concurrency: int,
-    console: Console,
+    store: OpenedStore, options: ScanOptions, hooks: Hooks, console: Console
 ) -> ScanResult:
-    """`scan_store` with a progress bar on `console` (used only on a terminal)."""
+    """`scan_store` with a progress bar, rate and ETA on `console` (only on a terminal)."""
     with Progress(
         TextColumn("scanning"),
         BarColumn(),
         MofNCompleteColumn(),
+        RateColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=console,
         transient=True,
     ) as progress:
         task = progress.add_task("scan", total=None)
         return await scan_store(
             store,
-            app=app,
-            user=user,
-            concurrency=concurrency,
-            on_listed=lambda total: progress.update(task, total=total),
-            on_session_done=lambda: progress.advance(task),
+            options,
+            Hooks(
+                on_total=lambda total: progress.update(task, total=total),
+                on_session_done=lambda: progress.advance(task),
+                on_broken=hooks.on_broken,
+                on_unreadable=hooks.on_unreadable,
+            ),
         )
 
 
@@ -224,31 +463,57 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
+def _counts_line(counts: AppCounts | ScanResult) -> str:
+    return (
+        f"{counts.healthy_sessions:,} healthy, "
+        f"{counts.sessions_with_missing:,} with missing calls "
+        f"({_count(counts.missing_calls, 'call')}), "
+        f"{counts.sessions_with_pending:,} with pending calls "
+        f"({_count(counts.pending_calls, 'call')})"
+    )
+
+
 def render(result: ScanResult, console: Console, *, limit: int) -> None:
-    """The human summary: one line of counts, then a table of findings."""
-    scope = f"app={result.app} user={result.user if result.user is not None else '(all)'}"
+    """The human summary: counts, per app when there are several, then findings."""
+    apps = ",".join(result.apps) if result.apps else "(none)"
+    scope = f"apps={apps} user={result.user if result.user is not None else '(all)'}"
     console.print(f"Store {result.store}  {scope}", markup=False)
+    console.print(f"Read by {result.reader}", markup=False)
+    if result.fallback_reason:
+        console.print(
+            f"(not read directly: {result.fallback_reason}; used get_session)", markup=False
+        )
     console.print(
         f"Scanned {_count(result.sessions_scanned, 'session')} in "
-        f"{result.elapsed_seconds:.1f} s: {result.healthy_sessions:,} healthy, "
-        f"{result.sessions_with_missing:,} with missing calls "
-        f"({_count(result.missing_calls, 'call')}), "
-        f"{result.sessions_with_pending:,} with pending calls "
-        f"({_count(result.pending_calls, 'call')})",
+        f"{result.elapsed_seconds:.1f} s: {_counts_line(result)}",
         markup=False,
     )
+    if len(result.per_app) > 1 or (result.per_app and len(result.apps) > 1):
+        for app, counts in sorted(result.per_app.items()):
+            unreadable = (
+                f", {counts.unreadable_sessions:,} unreadable" if counts.unreadable_sessions else ""
+            )
+            console.print(
+                f"  app {app}: {_count(counts.sessions_scanned, 'session')}, "
+                f"{_counts_line(counts)}{unreadable}",
+                markup=False,
+            )
     if result.vanished_sessions:
         console.print(
             f"{result.vanished_sessions:,} sessions disappeared between listing and reading",
             markup=False,
         )
+    several_apps = len(result.per_app) > 1
     if result.findings:
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for column in ("user", "session", "call id", "name", "status", "age"):
+        columns = ("app",) if several_apps else ()
+        for column in (*columns, "user", "session", "call id", "name", "status", "age"):
             table.add_column(column, overflow="fold")
         for finding in result.findings[:limit]:
             style = "red" if finding.status == "missing" else "yellow"
+            leading = (Text(short(finding.app, 24)),) if several_apps else ()
             table.add_row(
+                *leading,
                 Text(short(finding.user, 24)),
                 Text(short(finding.session, 38)),
                 Text(finding.call_id or "(no id)"),
@@ -262,7 +527,8 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
             console.print(f"… and {hidden:,} more calls (--limit, or --json for all)")
     for item in result.unreadable[:limit]:
         console.print(
-            f"unreadable: user={item['user']} session={item['session']}: {item['error']}",
+            f"unreadable: app={item['app']} user={item['user']} session={item['session']}: "
+            f"{item['error']}",
             markup=False,
         )
     if len(result.unreadable) > limit:

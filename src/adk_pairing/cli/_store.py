@@ -9,7 +9,9 @@ and the database itself refuses any write:
 
 * PostgreSQL: every transaction starts read-only
   (``default_transaction_read_only=on``);
-* SQLite: the file is opened with ``mode=ro`` (and must already exist);
+* SQLite: the file is opened with ``mode=ro`` (and must already exist); on
+  google-adk 1.20, whose ``SqliteSessionService`` takes no URI, through its
+  connection factory (`_read_only_sqlite_service`);
 * other stores (Redis, Vertex AI, custom schemes) have no such switch; for
   them the guarantee is that this tool calls only ``list_sessions`` and
   ``get_session``.
@@ -21,15 +23,18 @@ operator reads what is stored, not the repaired view.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
+from ..adk_compat import close_session_service, sqlite_service_parses_uris
 from ..factory import create_inner_session_service, inner_uri, mask_uri
 from ._common import URI_EXAMPLES, CliError
 
@@ -44,18 +49,15 @@ class OpenedStore:
     service: BaseSessionService
     uri: str
     read_only: str
+    #: The file of a ``sqlite://`` store (SqliteSessionService), for the direct reader.
+    sqlite_path: str | None = None
 
     @property
     def masked_uri(self) -> str:
         return mask_uri(self.uri)
 
     async def close(self) -> None:
-        close = getattr(self.service, "close", None)
-        if close is None:
-            return
-        result = close()
-        if inspect.isawaitable(result):
-            await result
+        await close_session_service(self.service)
 
 
 def parse_options(pairs: list[str] | None) -> dict[str, Any]:
@@ -132,22 +134,46 @@ def read_only_target(uri: str, options: dict[str, Any]) -> tuple[str, dict[str, 
             "memory:// is a fresh, empty in-process store: there is nothing to read. "
             "Point at the store your ADK app writes to."
         )
-    return target, options, "only list_sessions and get_session are called"
+    return target, options, "only reads are issued (no switch enforces it)"
 
 
 def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedStore:
     """Builds the inner (unwrapped) service for `uri` on read-only connections."""
     target, factory_options, how = read_only_target(uri, options or {})
     if _scheme(target) == "sqlite":
-        from google.adk.sessions.sqlite_session_service import SqliteSessionService
-
         path = _require_sqlite_file(target)
-        service: BaseSessionService = SqliteSessionService(
-            db_path=f"sqlite:///{quote(path)}?mode=ro"
-        )
-        return OpenedStore(service=service, uri=target, read_only=how)
+        service = _read_only_sqlite_service(path)
+        return OpenedStore(service=service, uri=target, read_only=how, sqlite_path=path)
     service = create_inner_session_service(target, **factory_options)
     return OpenedStore(service=service, uri=inner_uri(uri), read_only=how)
+
+
+def _read_only_sqlite_service(path: str) -> BaseSessionService:
+    """ADK's ``SqliteSessionService`` on `path`, on connections opened with ``mode=ro``."""
+    from google.adk.sessions import sqlite_session_service as adk_sqlite
+
+    if sqlite_service_parses_uris():
+        return adk_sqlite.SqliteSessionService(db_path=f"sqlite:///{quote(path)}?mode=ro")
+
+    # google-adk 1.20 passes db_path to aiosqlite.connect as a file name
+    # (sqlite_session_service.py:418), so "?mode=ro" would name another file.
+    # Its one connection factory is overridden instead: the same set-up
+    # (row factory, foreign keys, the schema script, which is a no-op on an ADK
+    # store and refused by SQLite on anything else), on a read-only SQLite URI.
+    import aiosqlite
+
+    read_only_uri = f"file:{quote(path)}?mode=ro"
+
+    class ReadOnlySqliteSessionService(adk_sqlite.SqliteSessionService):
+        @contextlib.asynccontextmanager
+        async def _get_db_connection(self) -> AsyncIterator[aiosqlite.Connection]:
+            async with aiosqlite.connect(read_only_uri, uri=True) as db:
+                db.row_factory = aiosqlite.Row
+                await db.execute(adk_sqlite.PRAGMA_FOREIGN_KEYS)
+                await db.executescript(adk_sqlite.CREATE_SCHEMA_SQL)
+                yield db
+
+    return ReadOnlySqliteSessionService(db_path=path)
 
 
 def list_sessions_requires_user(service: BaseSessionService) -> bool:

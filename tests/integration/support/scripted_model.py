@@ -26,6 +26,7 @@ invalid request: it raises `AnthropicPairingRejected` instead of answering.
 from __future__ import annotations
 
 import copy
+import importlib
 import os
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,11 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 from adk_pairing.checks import RULES, anthropic_pairing_violations, request_violations
+
+# ADK's lite_llm imports litellm lazily (2.x), i.e. on the first request checked
+# for the OpenAI rule, inside a turn and its timeout; litellm's import takes
+# seconds (30 s on a loaded 2-core machine), so it is paid here, at collection.
+importlib.import_module("litellm")
 
 #: One scripted step: a fixed response, or a function of the request.
 Step = LlmResponse | Callable[[LlmRequest], LlmResponse]

@@ -1,0 +1,109 @@
+"""What differs between the google-adk versions adk-pairing supports (1.20 to 2.x).
+
+One wheel serves ``google-adk>=1.20,<3``. Every difference below is detected
+by feature (an import, an attribute), never assumed from a version number, so
+a backport or a patch release is handled by what it actually contains. The
+version is only quoted in messages, for the reader.
+
+* Closing a session service. ``DatabaseSessionService.close()`` exists from
+  1.39 (``sessions/database_session_service.py:753`` in 1.39.1); on 1.20 the
+  service holds its ``db_engine`` (``database_session_service.py:465``) with
+  no way to release the pool but ``db_engine.dispose()``.
+  ``SqliteSessionService.close()`` exists from 2.12; before that it opens a
+  connection per call (``sqlite_session_service.py:418`` in 1.20.0) and holds
+  nothing between calls. `close_session_service` covers all three.
+* ADK's own Redis session service, ``google.adk.integrations.redis``, exists
+  from 2.9. Before that, ``pairing+redis://`` cannot be served by ADK;
+  google-adk-community's ``RedisSessionService`` can, wrapped by hand
+  (`REDIS_ALTERNATIVE`).
+* ``SqliteSessionService`` parses ``sqlite:///path?mode=ro`` into an SQLite
+  URI from 1.39 (``_parse_db_path``); 1.20 hands its ``db_path`` to
+  ``aiosqlite.connect`` as a plain file name, so a query string becomes part
+  of the name and the file cannot be found.
+* What ADK does with a function call nothing answers when it builds a model
+  request: up to 2.9 it sends the call as stored (strict providers reject the
+  request); from 2.10 ``drop_orphaned_function_calls``
+  (``flows/llm_flows/tools/_rearranger.py:247`` in 2.10.0) removes it and
+  logs a warning.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from typing import Any
+
+from google.adk import __version__ as ADK_VERSION
+
+__all__ = [
+    "ADK_VERSION",
+    "MIN_ADK_FOR_REDIS",
+    "REDIS_ALTERNATIVE",
+    "adk_drops_unanswered_calls",
+    "close_session_service",
+    "has_adk_redis_session_service",
+    "sqlite_service_parses_uris",
+]
+
+#: The first google-adk release with ``google.adk.integrations.redis``.
+MIN_ADK_FOR_REDIS = "2.9"
+
+#: How to serve Redis on an older google-adk, for error messages and README.
+REDIS_ALTERNATIVE = (
+    "google-adk-community's RedisSessionService, wrapped by hand: "
+    "PairingSessionService(RedisSessionService(uri=<the redis URI>)) with "
+    "`from google.adk_community.sessions.redis_session_service import RedisSessionService` "
+    "(pip install 'adk-pairing[redis]')"
+)
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
+def has_adk_redis_session_service() -> bool:
+    """Whether ADK ships its own Redis session service (google-adk >= 2.9)."""
+    return _module_exists("google.adk.integrations.redis")
+
+
+def sqlite_service_parses_uris() -> bool:
+    """Whether ``SqliteSessionService`` accepts ``sqlite:///path?mode=ro`` (>= 1.39)."""
+    from google.adk.sessions import sqlite_session_service
+
+    return hasattr(sqlite_session_service, "_parse_db_path")
+
+
+def adk_drops_unanswered_calls() -> bool:
+    """Whether ADK's request builder drops a call nothing answers (>= 2.10).
+
+    Before 2.10 it sends the call as stored, and Anthropic's API rejects it.
+    """
+    name = "google.adk.flows.llm_flows.tools._rearranger"
+    if not _module_exists(name):
+        return False
+    return hasattr(importlib.import_module(name), "drop_orphaned_function_calls")
+
+
+async def close_session_service(service: Any) -> None:
+    """Releases what `service` holds: its ``close()``, or its engine's pool.
+
+    A ``close`` may be sync or async (ADK's are async). Without one, a
+    SQLAlchemy ``db_engine`` (``DatabaseSessionService`` on 1.20) is disposed;
+    anything else holds nothing we can release.
+    """
+    close = getattr(service, "close", None)
+    if callable(close):
+        result = close()
+        if inspect.isawaitable(result):
+            await result
+        return
+    engine = getattr(service, "db_engine", None)
+    dispose = getattr(engine, "dispose", None)
+    if callable(dispose):
+        result = dispose()
+        if inspect.isawaitable(result):
+            await result

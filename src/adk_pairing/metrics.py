@@ -1,0 +1,176 @@
+"""Live metrics through OpenTelemetry: what the decorator and the plugin do in production.
+
+One meter, named ``adk_pairing`` for this package (never ADK's own meter, so
+ADK's dashboards and ours stay apart), holding four instruments:
+
+- ``adk_pairing.placeholders`` (counter, ``{call}``): calls answered by a
+  placeholder in a view `PairingSessionService.get_session` served, labelled
+  ``status`` (``missing``, ``pending``) and ``app``. Counted per read: a
+  session read on every turn counts its open calls on every turn;
+- ``adk_pairing.repair_fallbacks`` (counter, ``{session}``): a stored session
+  served unrepaired because its repair raised, labelled ``app`` and
+  ``operation`` (``read``: get/create served the stored session; ``append``:
+  the view fell back to the stored events after an append);
+- ``adk_pairing.get_session.duration`` (histogram, ``s``): the decorator's
+  own time per ``get_session``, the inner store's read excluded, labelled
+  ``app``;
+- ``adk_pairing.request_repairs`` (counter, ``{repair}``): repairs the
+  request guarantee (`PairingPlugin`) made to a model request, labelled
+  ``rule`` and ``app``, through `record_request_repairs`.
+
+Labels stay low-cardinality on purpose: app names and fixed words, never a
+session id, a user id or a call id (a time series per session would swamp any
+metrics backend).
+
+Cost with nothing configured: OpenTelemetry's API hands out proxy
+instruments that do nothing until a meter provider is set, but each call
+still costs a few hundred nanoseconds, and timing a read costs two clock
+reads. So `live_metrics` returns None (one module attribute read) while no
+meter provider is set, neither globally (``opentelemetry.metrics.
+set_meter_provider``, or the ``OTEL_PYTHON_METER_PROVIDER`` variable) nor for
+this package (`use_meter_provider`), and the callers skip everything; the
+benchmark (benchmarks/metering.py) shows the ratio. A provider set later is
+picked up on the next call: the global one can be set only once per process,
+and a changed provider rebuilds the instruments.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from typing import TYPE_CHECKING
+
+from opentelemetry import metrics as otel_metrics
+from opentelemetry.environment_variables import OTEL_PYTHON_METER_PROVIDER
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+
+    from .analysis import PairingLedger
+
+#: The meter's name: this package, never ADK's.
+METER_NAME = "adk_pairing"
+
+PLACEHOLDERS = "adk_pairing.placeholders"
+REPAIR_FALLBACKS = "adk_pairing.repair_fallbacks"
+GET_SESSION_DURATION = "adk_pairing.get_session.duration"
+REQUEST_REPAIRS = "adk_pairing.request_repairs"
+
+#: Bucket bounds in seconds for the decorator's own time per read: 10 µs to
+#: 1 s (a cached read of a long session is ~0.1 ms, a first read of 10,000
+#: events ~10 ms). OpenTelemetry's default bounds (0, 5, 10, ... 10,000) suit
+#: milliseconds and would put every read in the first bucket.
+DURATION_BUCKETS_S = (
+    1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1.0,
+)  # fmt: skip
+
+try:  # The API keeps the global provider here until one is set (1.37 - 1.44 at least).
+    from opentelemetry.metrics import _internal as _otel_global
+
+    _otel_global._METER_PROVIDER  # noqa: B018 - probe that the attribute exists
+except (ImportError, AttributeError):  # pragma: no cover - a future API: always record
+    _otel_global = None
+
+
+class LiveMetrics:
+    """The package's instruments on one meter provider."""
+
+    __slots__ = ("_durations", "_fallbacks", "_placeholders", "_request_repairs", "provider")
+
+    def __init__(self, provider: MeterProvider) -> None:
+        self.provider = provider
+        meter = provider.get_meter(METER_NAME, _package_version())
+        self._placeholders = meter.create_counter(
+            PLACEHOLDERS,
+            unit="{call}",
+            description="Calls answered by a placeholder in a view get_session served.",
+        )
+        self._fallbacks = meter.create_counter(
+            REPAIR_FALLBACKS,
+            unit="{session}",
+            description="Sessions served unrepaired because their repair raised.",
+        )
+        self._durations = meter.create_histogram(
+            GET_SESSION_DURATION,
+            unit="s",
+            description="adk-pairing's own time per get_session, the store's read excluded.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS_S,
+        )
+        self._request_repairs = meter.create_counter(
+            REQUEST_REPAIRS,
+            unit="{repair}",
+            description="Repairs the request guarantee made to model requests.",
+        )
+
+    def count_placeholders(self, ledger: PairingLedger, app: str) -> None:
+        """Counts the open calls of `ledger` (each gets a placeholder), by status."""
+        counts: dict[str, int] = {}
+        for calls in ledger.open_calls.values():
+            for call in calls:
+                counts[call.status.value] = counts.get(call.status.value, 0) + 1
+        for status, count in counts.items():
+            self._placeholders.add(count, {"status": status, "app": app})
+
+    def count_fallback(self, app: str, operation: str) -> None:
+        self._fallbacks.add(1, {"app": app, "operation": operation})
+
+    def record_read(self, app: str, seconds: float) -> None:
+        self._durations.record(seconds, {"app": app})
+
+    def count_request_repairs(self, rule: str, app: str, count: int) -> None:
+        if count > 0:
+            self._request_repairs.add(count, {"rule": rule, "app": app})
+
+
+def _package_version() -> str | None:
+    try:
+        return importlib.metadata.version("adk-pairing")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a checkout
+        return None
+
+
+_chosen_provider: MeterProvider | None = None
+_live: LiveMetrics | None = None
+_env_checked = False
+
+
+def use_meter_provider(provider: MeterProvider | None) -> None:
+    """Records this package's metrics into `provider` rather than the global one.
+
+    For a process that keeps several providers, and for tests (the global
+    provider can be set only once per process). None goes back to the global
+    provider.
+    """
+    global _chosen_provider, _live
+    _chosen_provider = provider
+    _live = None
+
+
+def live_metrics() -> LiveMetrics | None:
+    """The instruments, or None while no meter provider is configured (nothing to pay)."""
+    global _live, _env_checked
+    provider = _chosen_provider
+    if provider is None:
+        if _otel_global is not None and _otel_global._METER_PROVIDER is None:
+            if _env_checked:
+                return None
+            _env_checked = True
+            if OTEL_PYTHON_METER_PROVIDER not in os.environ:
+                return None
+        provider = otel_metrics.get_meter_provider()
+    live = _live
+    if live is None or live.provider is not provider:
+        live = _live = LiveMetrics(provider)
+    return live
+
+
+def record_request_repairs(rule: str, app: str, count: int = 1) -> None:
+    """Counts `count` repairs of rule `rule` made to one model request of app `app`.
+
+    For the request guarantee (`PairingPlugin`): call it once per request and
+    rule with the number of repairs that rule made (nothing is recorded for
+    0). `rule` must be a fixed word naming the rule, never an id.
+    """
+    live = live_metrics()
+    if live is not None:
+        live.count_request_repairs(rule, app, count)

@@ -1,0 +1,93 @@
+"""Who owns a session, and which stores check it themselves.
+
+A session belongs to the (``app_name``, ``user_id``) that created it, under
+its ``id``. ADK's own stores look sessions up by all three, so a request for
+another user's (or another app's) session finds nothing:
+
+- ``InMemorySessionService``: ``sessions[app_name][user_id][session_id]``
+  (google/adk/sessions/in_memory_session_service.py, 2.13.0:338-342);
+- ``DatabaseSessionService`` and ``SqliteSessionService``: the primary key is
+  (app_name, user_id, id) and every query filters on it;
+- ADK's ``RedisSessionService``: the key holds all three
+  (google/adk/integrations/redis/_redis_session_service.py, 2.13.0:101,
+  ``_session_key``), and ``list_sessions`` filters on app and user (:302);
+- ``VertexAiSessionService``: the engine is the app, and a session of another
+  user is refused (google/adk/sessions/vertex_ai_session_service.py,
+  2.13.0:295 and :378).
+
+google-adk-community's ``RedisSessionService`` (0.5.0) does not: a session is
+stored under ``session:<id>`` alone, so ``get_session`` returns whatever
+session has that id, whoever asks; ``append_event`` overwrites
+``session:<id>`` with the object it is given; ``delete_session`` deletes
+``session:<id>`` (redis_session_service.py, ``get_session``,
+``append_event``, ``delete_session``). Through the decorator that would hand
+alice's session, repaired, to bob.
+
+So the decorator checks ownership itself, but only for stores that do not:
+`checks_ownership` trusts a method only when it is ADK's own implementation
+(a subclass that overrides ``get_session`` is checked again), and ADK's
+stores pay nothing. The rules are pure; the decorator's shell methods
+apply them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.session import Session
+
+try:  # google-adk >= 2.0
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+except ImportError:  # pragma: no cover - google-adk 1.x raised ValueError
+    SessionNotFoundError = ValueError  # type: ignore[misc,assignment]
+
+#: The methods through which a session reaches a caller or is changed.
+OWNER_CHECKED_METHODS = ("get_session", "list_sessions", "delete_session", "append_event")
+
+#: ADK's services, which look sessions up by (app_name, user_id, id).
+_SELF_CHECKING_CLASSES = frozenset(
+    {
+        "google.adk.sessions.in_memory_session_service.InMemorySessionService",
+        "google.adk.sessions.database_session_service.DatabaseSessionService",
+        "google.adk.sessions.sqlite_session_service.SqliteSessionService",
+        "google.adk.sessions.vertex_ai_session_service.VertexAiSessionService",
+        "google.adk.integrations.redis._redis_session_service.RedisSessionService",
+    }
+)
+
+
+def checks_ownership(service: BaseSessionService) -> bool:
+    """Whether `service` itself refuses sessions of another app or user.
+
+    True only when each of `OWNER_CHECKED_METHODS` is the implementation of
+    one of ADK's own services (found on the class, so a subclass that
+    overrides one of them is not trusted).
+    """
+    for name in OWNER_CHECKED_METHODS:
+        method = getattr(type(service), name, None)
+        owner = getattr(method, "__qualname__", "").rpartition(".")[0]
+        if f"{getattr(method, '__module__', '')}.{owner}" not in _SELF_CHECKING_CLASSES:
+            return False
+    return True
+
+
+def is_owned_by(session: Session, *, app_name: str, user_id: str, session_id: str) -> bool:
+    """Whether `session` is the one (`app_name`, `user_id`, `session_id`) asked for."""
+    return session.id == session_id and session.app_name == app_name and session.user_id == user_id
+
+
+def owned_sessions(
+    sessions: Iterable[Session], *, app_name: str, user_id: str | None
+) -> list[Session]:
+    """The sessions of `app_name` (and of `user_id`, unless None: every user of the app)."""
+    return [
+        session
+        for session in sessions
+        if session.app_name == app_name and (user_id is None or session.user_id == user_id)
+    ]
+
+
+def not_found(session_id: str) -> SessionNotFoundError:
+    """The error ADK's stores raise when appending to a session they do not hold."""
+    return SessionNotFoundError(f"Session {session_id} not found.")

@@ -1,0 +1,214 @@
+"""The repaired view of a session, and its upkeep on every append.
+
+A view is a `PairedSession`: a plain ADK `Session` whose ``events`` are the
+stored events plus a synthetic result after every unanswered call (built by
+`adk_pairing.repair` from a ledger of `adk_pairing.analysis`). Like the core,
+this module never awaits, logs or touches a store; the session decorator
+(`adk_pairing.service`) does the I/O and hands this module what the store
+returned. The rules it keeps:
+
+* A view remembers the inner service's own session object (`ViewState.inner`)
+  and every append goes to the inner service with that object, never with the
+  view. ADK's stores append to the session object they are given
+  (``BaseSessionService.append_event`` ends in ``session.events.append``,
+  ``sessions/base_session_service.py``) and check it against their revision
+  markers (``DatabaseSessionService.append_event`` compares
+  ``_storage_update_marker``, ``sessions/database_session_service.py:978`` in
+  2.13): given the view they would persist synthetic events and compare the
+  wrong marker.
+* After an append the view equals what a fresh read would return, including
+  inside a running turn: ADK's runner builds the next request from the very
+  session object it appended to (``runners.py``, ``_append_event`` then the
+  flow reads ``invocation_context.session.events``), so a view that lagged one
+  event would send an unanswered call to the model.
+* The upkeep is incremental: O(parts of the new events), plus one re-render of
+  each call event an appended response settles. Only a rewind, or a store that
+  shrank the history, makes it rebuild the whole view, because a rewind can
+  annul events already shown (ADK drops every event from the first event of the
+  rewound invocation up to the rewind, ``events/_rewind_events.py``).
+* The view mirrors the inner session's ``state``, ``last_update_time`` and the
+  storage revision marker after every append, so code that reads them from the
+  session it holds (the runner does) sees what the store wrote.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from google.adk.events.event import Event
+from google.adk.sessions.session import Session
+from pydantic import PrivateAttr
+
+from .analysis import PairingLedger, build_ledger, is_rewind
+from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
+
+#: Whether the running ADK's `Session` carries a storage revision marker
+#: (``DatabaseSessionService`` writes one from 1.2x on); a view mirrors it.
+HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
+
+
+class ViewState:
+    """What a view needs to forward appends and stay current."""
+
+    __slots__ = ("inner", "ledger", "slot_order", "slots", "texts")
+
+    def __init__(
+        self, inner: Session, ledger: PairingLedger | None, texts: PlaceholderTexts
+    ) -> None:
+        self.inner = inner
+        #: None after a failed upkeep: the next append rebuilds the view.
+        self.ledger = ledger
+        self.texts = texts
+        # Stored-event index -> the repair of that call event, while it has
+        # open calls; each slot knows the synthetic event it placed.
+        self.slots: dict[int, RepairedSlot] = {}
+        # The keys of `slots`, sorted: how many synthetic events precede a
+        # stored index, hence where its synthetic event sits in the view.
+        self.slot_order: list[int] = []
+
+    def index_slots(self, repaired: RepairedHistory) -> None:
+        self.slots = repaired.slots
+        self.slot_order = list(repaired.slots)  # built in index order
+
+    def catch_up(self, view: PairedSession, stored_before: int) -> None:
+        """Brings `view` up to date with the inner session, which held `stored_before` events."""
+        inner_events = self.inner.events
+        stored_now = len(inner_events)
+        if stored_now == stored_before:
+            return
+        ledger = self.ledger
+        new_events = inner_events[stored_before:]
+        if ledger is None or stored_now < stored_before or _holds_a_rewind(new_events):
+            self.rebuild(view)
+            return
+        view_events = view.events
+        index = stored_before
+        for event in new_events:
+            view_events.append(event)
+            settled, opened = ledger.observe(event, index)
+            if settled:
+                touched: dict[int, None] = {}
+                for call in settled:
+                    self.slots[call.event_index].settle(call.part_index)
+                    touched[call.event_index] = None
+                for call_index in touched:
+                    self._refresh_slot(view, call_index)
+            if opened is not None:
+                self._open_slot(view, opened)
+            index += 1
+
+    def rebuild(self, view: PairedSession) -> None:
+        """Repairs the inner session's whole history again."""
+        events = self.inner.events
+        ledger = build_ledger(events)
+        repaired = repair_history(events, ledger, self.texts)
+        view.events = repaired.events
+        self.ledger = ledger
+        self.index_slots(repaired)
+
+    def serve_unrepaired(self, view: PairedSession) -> None:
+        """Shows the stored events as they are, until the next append rebuilds the view."""
+        self.ledger = None
+        self.slots = {}
+        self.slot_order = []
+        view.events = list(self.inner.events)
+
+    def _open_slot(self, view: PairedSession, index: int) -> None:
+        """Repairs the call event just appended at stored `index` (the view's last event)."""
+        calls = self.ledger.open_calls[index]  # all of a new event's calls are open
+        slot = RepairedSlot(self.inner.events[index], calls, self.texts)
+        view.events[-1], synthetic = slot.render()
+        view.events.append(synthetic)
+        self.slots[index] = slot
+        self.slot_order.append(index)  # the newest index is the largest
+
+    def _refresh_slot(self, view: PairedSession, index: int) -> None:
+        """Re-renders the call event at stored `index` after some of its calls were answered."""
+        slot = self.slots[index]
+        previous = slot.synthetic
+        # Stored index i sits at i + (synthetic events before it) in the view,
+        # and its synthetic event right after. Searching the view for it instead
+        # costs O(history) per answer: quadratic over a long run of open calls.
+        rank = bisect_left(self.slot_order, index)
+        position = index + rank + 1
+        if position >= len(view.events) or view.events[position] is not previous:
+            position = _rfind_identity(view.events, previous)
+        if slot:
+            view.events[position - 1], view.events[position] = slot.render()
+            return
+        view.events[position - 1] = slot.call_event
+        del view.events[position]
+        del self.slot_order[rank]
+        del self.slots[index]
+
+
+class PairedSession(Session):
+    """A session as `PairingSessionService` returns it: a repaired view.
+
+    It is a plain `Session` to every reader. The private link to the inner
+    service's session object is what lets appends bypass the view.
+    """
+
+    _pairing: ViewState | None = PrivateAttr(default=None)
+
+
+def paired_view(
+    stored: Session, ledger: PairingLedger, repaired: RepairedHistory, texts: PlaceholderTexts
+) -> PairedSession:
+    """The view of `stored`, whose history `ledger` analysed and `repaired` repaired."""
+    view = PairedSession.model_construct(
+        id=stored.id,
+        app_name=stored.app_name,
+        user_id=stored.user_id,
+        state=stored.state,
+        events=repaired.events,
+        last_update_time=stored.last_update_time,
+    )
+    view_state = ViewState(stored, ledger, texts)
+    if repaired.slots:
+        view_state.index_slots(repaired)
+    view._pairing = view_state
+    mirror_fields(view, stored)
+    return view
+
+
+def view_state_of(session: Session) -> ViewState | None:
+    """The view's link to its inner session; None for any other session.
+
+    Reads pydantic's private-attribute dict directly: ``session._pairing``
+    goes through ``BaseModel.__getattr__``, ~1.8 µs on every append.
+    """
+    if not isinstance(session, PairedSession):
+        return None
+    private = session.__pydantic_private__
+    return private.get("_pairing") if private else None
+
+
+def mirror_fields(view: Session, stored: Session) -> None:
+    """Keeps state, update time and the storage revision marker in step.
+
+    Runs on every append, so it assigns only what changed: each assignment
+    goes through pydantic's ``__setattr__``. The state is usually the very
+    dict the inner service updates in place.
+    """
+    if view.state is not stored.state:
+        view.state = stored.state
+    # Straight into the field values: the field is already marked set (the
+    # view is built with it), and pydantic's __setattr__ adds two frames.
+    view.__dict__["last_update_time"] = stored.last_update_time
+    if HAS_STORAGE_MARKER:
+        # Direct reads for the same reason as in `view_state_of`.
+        marker = (stored.__pydantic_private__ or {}).get("_storage_update_marker")
+        if marker is not (view.__pydantic_private__ or {}).get("_storage_update_marker"):
+            view._storage_update_marker = marker
+
+
+def _holds_a_rewind(events: list[Event]) -> bool:
+    return any(map(is_rewind, events))  # map: no generator frame per append
+
+
+def _rfind_identity(events: list[Event], target: Event) -> int:
+    for position in range(len(events) - 1, -1, -1):
+        if events[position] is target:
+            return position
+    raise LookupError("synthetic event is no longer in the view")

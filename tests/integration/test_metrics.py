@@ -1,0 +1,194 @@
+"""Live metrics appear in an OpenTelemetry reader during real Runner turns.
+
+The SDK's `InMemoryMetricReader` collects what `adk_pairing.metrics` records
+while a real `Runner` (scripted model, no network) runs turns over a
+PostgreSQL and an in-memory store: placeholders by status and app, the
+decorator's own time per read, fallbacks when a repair raises, and the
+request guarantee's repairs. Labels must never carry a session or a user id.
+Without any meter provider nothing is recorded and nothing is built.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.adk.sessions.in_memory_session_service import InMemorySessionService
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from adk_pairing import PairingSessionService, metrics
+
+from .conftest import backend_params
+from .support.backends import Backend
+from .support.scenario import USER_ID, Harness
+from .support.scripted_model import call, calls, text
+
+
+@pytest.fixture
+def reader() -> Iterator[InMemoryMetricReader]:
+    reader = InMemoryMetricReader()
+    metrics.use_meter_provider(MeterProvider(metric_readers=[reader]))
+    yield reader
+    metrics.use_meter_provider(None)
+
+
+def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    """Metric name -> its data points, for the adk_pairing meter only."""
+    found: dict[str, list[Any]] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            if scope.scope.name != metrics.METER_NAME:
+                continue
+            for metric in scope.metrics:
+                found.setdefault(metric.name, []).extend(metric.data.data_points)
+    return found
+
+
+def totals(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], int]:
+    return {
+        tuple(sorted(point.attributes.items())): point.value
+        for point in points(reader).get(name, [])
+    }
+
+
+def assert_low_cardinality(reader: InMemoryMetricReader, *ids: str) -> None:
+    for name, found in points(reader).items():
+        for point in found:
+            for value in point.attributes.values():
+                assert all(the_id not in str(value) for the_id in ids), (name, point.attributes)
+
+
+@pytest.mark.parametrize("backend_spec", backend_params({"memory", "db-postgres"}), indirect=True)
+async def test_placeholders_and_read_time_are_recorded_during_real_turns(
+    backend: Backend, reader: InMemoryMetricReader
+) -> None:
+    harness = Harness.build(
+        backend,
+        wrapped=True,
+        steps=[
+            calls(call("start_job", {"name": "report"}, id="job_1")),  # ADK holds it open
+            text("Still running."),
+            calls(call("hang", {"reason": "slow"}, id="call_1")),  # interrupted: missing
+            text("Sorry."),
+        ],
+    )
+    session_id = await harness.new_session()
+    await harness.turn(session_id, "start the report job")
+    await harness.turn(session_id, "how is it going?")  # a read with one pending call
+    await harness.interrupted_turn(session_id, "do the slow thing")
+    await harness.turn(session_id, "are you there?")  # pending and missing
+
+    app = backend.app_name
+    placeholders = totals(reader, metrics.PLACEHOLDERS)
+    assert placeholders[(("app", app), ("status", "pending"))] >= 2
+    assert placeholders[(("app", app), ("status", "missing"))] >= 1
+    (durations,) = points(reader)[metrics.GET_SESSION_DURATION]
+    assert durations.attributes == {"app": app}
+    assert durations.count >= 4  # every turn reads the session at least once
+    assert 0 < durations.sum < durations.count  # seconds, and well under one per read
+    assert metrics.REPAIR_FALLBACKS not in points(reader)
+    assert_low_cardinality(reader, session_id, USER_ID)
+
+
+async def test_a_repair_that_raises_is_counted_as_a_fallback(
+    reader: InMemoryMetricReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = PairingSessionService(InMemorySessionService())
+    session = await service.create_session(app_name="shop", user_id="alice", session_id="s1")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a history the repair cannot handle")
+
+    monkeypatch.setattr("adk_pairing.service.repair_history", broken)
+    served = await service.get_session(app_name="shop", user_id="alice", session_id="s1")
+
+    assert served is not None and served.id == session.id
+    assert totals(reader, metrics.REPAIR_FALLBACKS) == {(("app", "shop"), ("operation", "read")): 1}
+
+
+def test_the_plugins_repairs_are_counted_by_rule_and_app(reader: InMemoryMetricReader) -> None:
+    metrics.record_request_repairs("missing_result", "shop", 2)
+    metrics.record_request_repairs("missing_result", "shop")
+    metrics.record_request_repairs("orphan_result", "shop", 0)  # nothing to count
+
+    assert totals(reader, metrics.REQUEST_REPAIRS) == {
+        (("app", "shop"), ("rule", "missing_result")): 3
+    }
+
+
+def test_without_a_meter_provider_nothing_is_built_or_recorded() -> None:
+    """In a fresh process: OpenTelemetry's global provider is set once per process."""
+    code = (
+        "from adk_pairing import metrics\n"
+        "assert metrics.live_metrics() is None\n"
+        "metrics.record_request_repairs('missing_result', 'shop', 1)\n"
+        "assert metrics._live is None\n"
+        "from opentelemetry import metrics as api\n"
+        "from opentelemetry.sdk.metrics import MeterProvider\n"
+        "api.set_meter_provider(MeterProvider())\n"
+        "assert metrics.live_metrics() is not None  # a provider set later is picked up\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_cost_benchmark_computes_every_ratio() -> None:
+    """benchmarks/metrics_cost.py end to end, tiny: every figure is a finite ratio.
+
+    Not timed: the figures themselves are in benchmarks/RESULTS.md.
+    """
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "metrics_cost.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--rounds", "20", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    rows = json.loads(done.stdout)
+
+    assert [row["events"] for row in rows] == [10, 100, 1000]
+    for row in rows:
+        for key in ("shipped/no_hook", "recording/shipped", "shipped/unwrapped"):
+            assert all(math.isfinite(value) and value > 0 for value in row[key]), (key, row)
+        assert metrics.GET_SESSION_DURATION in row["recorded_metrics"]
+    assert metrics.PLACEHOLDERS in rows[0]["recorded_metrics"]
+
+
+def test_the_readmes_export_example_exports_our_metrics() -> None:
+    """The README's Observability snippet, run as written in a fresh process."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Observability") :]
+    snippet = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    code = (
+        snippet + "\nimport asyncio\n"
+        "from google.adk.sessions import InMemorySessionService\n"
+        "from adk_pairing import PairingSessionService\n"
+        "from tests.integration.test_ownership import _call_event\n"
+        "async def main():\n"
+        "    service = PairingSessionService(InMemorySessionService())\n"
+        "    view = await service.create_session(app_name='shop', user_id='u', session_id='s')\n"
+        "    await service.append_event(view, _call_event())\n"
+        "    await service.get_session(app_name='shop', user_id='u', session_id='s')\n"
+        "asyncio.run(main())\n"
+        "metrics.get_meter_provider().shutdown()  # flushes to the exporter\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+    )
+
+    for name in (metrics.PLACEHOLDERS, metrics.GET_SESSION_DURATION):
+        assert f'"name": "{name}"' in done.stdout, done.stdout[-2000:]

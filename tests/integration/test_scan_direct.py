@@ -1,0 +1,470 @@
+"""The direct reader counts exactly what the get_session path counts, on every real store.
+
+Each store is seeded through ADK's own service (``create_session`` /
+``append_event``) with two apps of sessions that exercise what a reader can
+get wrong: calls answered and not, held-open calls, a rewind that annuls an
+unanswered call, events with identical timestamps, a session without events,
+and a row ADK cannot load (written with the store's own client, since ADK
+never writes one). Both readers then scan it through the real CLI with a batch
+of 2 sessions, so sessions fall in different batch windows, and must agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.genai import types
+from typer.testing import CliRunner
+
+from adk_pairing.cli import app as cli_app
+from tests.conftest import require_server
+
+runner = CliRunner()
+
+
+def _call(call_id: str, name: str) -> types.Part:
+    return types.Part(function_call=types.FunctionCall(id=call_id, name=name, args={}))
+
+
+def _response(call_id: str, name: str) -> types.Part:
+    return types.Part(function_response=types.FunctionResponse(id=call_id, name=name, response={}))
+
+
+def _event(author: str, invocation: str, *parts: types.Part, at: float, **extra: Any) -> Event:
+    role = "user" if author == "user" or any(p.function_response for p in parts) else "model"
+    return Event(
+        invocation_id=invocation,
+        author=author,
+        timestamp=at,
+        content=types.Content(role=role, parts=list(parts)),
+        **extra,
+    )
+
+
+def plan(base: float) -> dict[str, list[Event]]:
+    """session id -> events (user is derived from the id)."""
+    t = base
+    return {
+        "healthy": [
+            _event("user", "i1", types.Part(text="look"), at=t),
+            _event("agent", "i1", _call("ok", "lookup"), at=t + 1),
+            _event("agent", "i1", _response("ok", "lookup"), at=t + 2),
+        ],
+        "missing": [
+            _event("user", "i1", types.Part(text="refund"), at=t),
+            _event("agent", "i1", _call("m1", "refund"), at=t + 1),
+            _event("user", "i2", types.Part(text="hello?"), at=t + 2),
+        ],
+        "pending": [
+            _event("agent", "i1", _call("p1", "render"), at=t, long_running_tool_ids={"p1"}),
+        ],
+        # The rewind annuls invocation i2, whose call was never answered.
+        "rewound": [
+            _event("user", "i1", types.Part(text="one"), at=t),
+            _event("agent", "i2", _call("r1", "ship"), at=t + 1),
+            Event(
+                invocation_id="i3",
+                author="user",
+                timestamp=t + 2,
+                actions=EventActions(rewind_before_invocation_id="i2"),
+            ),
+        ],
+        # Call and result at the same instant: each service's tie-break decides.
+        "tied": [
+            _event("agent", "i1", _call("t1", "lookup"), at=t, id="b-call"),
+            _event("agent", "i1", _response("t1", "lookup"), at=t, id="a-response"),
+        ],
+        "empty": [],
+        "malformed": [
+            _event("agent", "i1", _call("x1", "refund"), at=t),
+            _event("agent", "i1", types.Part(text="breaks"), at=t + 1),
+        ],
+    }
+
+
+APPS = ("shop", "desk")
+MALFORMED = "malformed"
+
+
+def user_of(session: str) -> str:
+    return "bob" if session in {"missing", "tied"} else "alice"
+
+
+@dataclass
+class Seeded:
+    uri: str
+    apps: list[str]
+    options: list[str] = field(default_factory=list)
+    #: Whether ADK's own listing silently skips the malformed session (Redis).
+    listing_skips_malformed: bool = False
+    requires_user: bool = False
+    session_ids: dict[str, str] = field(default_factory=dict)
+
+
+async def _seed(service: BaseSessionService, apps: list[str], suffix: str) -> dict[str, str]:
+    ids: dict[str, str] = {}
+    base = time.time() - 600
+    try:
+        for app_name in apps:
+            for name, events in plan(base).items():
+                session_id = f"{name}-{suffix}-{app_name}"
+                ids[f"{app_name}/{name}"] = session_id
+                session = await service.create_session(
+                    app_name=app_name, user_id=user_of(name), session_id=session_id
+                )
+                for event in events:
+                    await service.append_event(session, event)
+    finally:
+        close = getattr(service, "close", None)
+        if close is not None:
+            await close()
+    return ids
+
+
+def _apps() -> list[str]:
+    tag = uuid.uuid4().hex[:8]
+    return [f"{name}_{tag}" for name in APPS]
+
+
+def _sqlite_service_store(tmp_path: Path) -> Seeded:
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    path = tmp_path / "service.db"
+    apps = _apps()
+    ids = asyncio.run(_seed(SqliteSessionService(db_path=str(path)), apps, "s"))
+    with sqlite3.connect(path) as connection:
+        for app_name in apps:
+            connection.execute(
+                "UPDATE events SET event_data = '{not json' WHERE session_id = ? AND "
+                "event_data LIKE '%breaks%'",
+                (ids[f"{app_name}/{MALFORMED}"],),
+            )
+    return Seeded(f"sqlite:///{path}", apps, session_ids=ids)
+
+
+def _database_store(uri: str, apps: list[str], corrupt: Callable[[list[str]], None]) -> Seeded:
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    ids = asyncio.run(_seed(DatabaseSessionService(db_url=uri), apps, "d"))
+    corrupt([ids[f"{a}/{MALFORMED}"] for a in apps])
+    return Seeded(uri, apps, session_ids=ids)
+
+
+def _db_sqlite_store(tmp_path: Path) -> Seeded:
+    path = tmp_path / "database.db"
+
+    def corrupt(session_ids: list[str]) -> None:
+        with sqlite3.connect(path) as connection:
+            for session_id in session_ids:
+                connection.execute(
+                    'UPDATE events SET event_data = \'{"content": 5, "author": "agent"}\' '
+                    "WHERE session_id = ? AND event_data LIKE '%breaks%'",
+                    (session_id,),
+                )
+
+    return _database_store(f"sqlite+aiosqlite:///{path}", _apps(), corrupt)
+
+
+def _db_sqlite_v0_store(tmp_path: Path) -> Seeded:
+    """A store in ADK's legacy schema 0 (pickled actions, one column per field).
+
+    ADK still reads and writes it: with no ``adk_internal_metadata`` table and
+    an ``events.actions`` column it picks the v0 classes
+    (``sessions/migration/_schema_check_utils.py:75``, 2.13).
+    """
+    v0 = pytest.importorskip(
+        "google.adk.sessions.schemas.v0", reason="sessions.schemas exists from google-adk 1.2x"
+    )
+    from sqlalchemy import create_engine
+
+    path = tmp_path / "database-v0.db"
+    engine = create_engine(f"sqlite:///{path}")
+    v0.Base.metadata.create_all(engine)
+    engine.dispose()
+
+    def corrupt(session_ids: list[str]) -> None:
+        with sqlite3.connect(path) as connection:
+            for session_id in session_ids:
+                connection.execute(
+                    "UPDATE events SET content = '{\"parts\": 5}' "
+                    "WHERE session_id = ? AND content LIKE '%breaks%'",
+                    (session_id,),
+                )
+
+    seeded = _database_store(f"sqlite+aiosqlite:///{path}", _apps(), corrupt)
+    with sqlite3.connect(path) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert "adk_internal_metadata" not in tables  # ADK kept the store at schema 0
+    return seeded
+
+
+def _postgres_store(url: str) -> Seeded:
+    import asyncpg
+
+    async def run(session_ids: list[str]) -> None:
+        connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            await connection.execute(
+                'UPDATE events SET event_data = \'{"content": 5, "author": "agent"}\'::jsonb '
+                "WHERE session_id = ANY($1::text[]) AND event_data::text LIKE '%breaks%'",
+                session_ids,
+            )
+        finally:
+            await connection.close()
+
+    return _database_store(url, _apps(), lambda ids: asyncio.run(run(ids)))
+
+
+async def _redis_clean(url: str, patterns: list[str]) -> None:
+    import redis.asyncio as redis
+
+    client = redis.from_url(url)
+    try:
+        for pattern in patterns:
+            keys = [key async for key in client.scan_iter(match=pattern)]
+            if keys:
+                await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def _redis_set(url: str, key: str, value: str) -> None:
+    import redis.asyncio as redis
+
+    client = redis.from_url(url)
+    try:
+        ttl = await client.ttl(key)
+        await client.set(key, value, ex=ttl if ttl > 0 else None)
+    finally:
+        await client.aclose()
+
+
+def _adk_redis_store(url: str, request: pytest.FixtureRequest) -> Seeded:
+    from google.adk.integrations.redis import RedisSessionService, RedisSessionServiceConfig
+
+    prefix = f"adkp-direct:{uuid.uuid4().hex[:10]}:"
+    request.addfinalizer(lambda: asyncio.run(_redis_clean(url, [f"{prefix}*"])))
+    apps = _apps()
+    config = RedisSessionServiceConfig(uri=url, key_prefix=prefix)
+    ids = asyncio.run(_seed(RedisSessionService(config=config), apps, "r"))
+    for app_name in apps:
+        key = f"{prefix}{app_name}:{user_of(MALFORMED)}:{ids[f'{app_name}/{MALFORMED}']}"
+        asyncio.run(_redis_set(url, key, "{not json"))
+    return Seeded(
+        url, apps, ["-o", f"key_prefix={prefix}"], listing_skips_malformed=True, session_ids=ids
+    )
+
+
+COMMUNITY_SCHEME = "redis-community-test"
+
+
+def _community_redis_store(url: str, request: pytest.FixtureRequest) -> Seeded:
+    from google.adk.cli.service_registry import get_service_registry
+    from google.adk_community.sessions.redis_session_service import RedisSessionService
+
+    def factory(uri: str, **_: Any) -> RedisSessionService:
+        return RedisSessionService(uri=uri.replace(f"{COMMUNITY_SCHEME}://", "redis://", 1))
+
+    get_service_registry().register_session_service(COMMUNITY_SCHEME, factory)
+    apps = _apps()
+    suffix = uuid.uuid4().hex[:8]
+    patterns = [p for a in apps for p in (f"app::{a}:*", f"app:{a}", f"user:{a}:*")]
+    patterns.append(f"session:*-{suffix}-*")
+    request.addfinalizer(lambda: asyncio.run(_redis_clean(url, patterns)))
+
+    async def seed() -> dict[str, str]:
+        service = RedisSessionService(uri=url)
+        try:
+            return await _seed(service, apps, suffix)
+        finally:
+            await service.cache.aclose()
+
+    ids = asyncio.run(seed())
+    for app_name in apps:
+        asyncio.run(_redis_set(url, f"session:{ids[f'{app_name}/{MALFORMED}']}", "{not json"))
+    uri = url.replace("redis://", f"{COMMUNITY_SCHEME}://", 1)
+    return Seeded(uri, apps, listing_skips_malformed=True, requires_user=True, session_ids=ids)
+
+
+@pytest.fixture(
+    params=[
+        "sqlite-service",
+        "db-sqlite",
+        "db-sqlite-v0",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("redis-adk", marks=pytest.mark.redis),
+        pytest.param("redis-community", marks=pytest.mark.redis),
+    ]
+)
+def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Seeded:
+    kind = request.param
+    if kind == "sqlite-service":
+        return _sqlite_service_store(tmp_path)
+    if kind == "db-sqlite":
+        return _db_sqlite_store(tmp_path)
+    if kind == "db-sqlite-v0":
+        return _db_sqlite_v0_store(tmp_path)
+    if kind == "postgres":
+        require_server("PostgreSQL", "127.0.0.1", 5432)
+        return _postgres_store(request.getfixturevalue("postgres_url"))
+    url = request.getfixturevalue("redis_url")
+    if kind == "redis-adk":
+        pytest.importorskip(
+            "google.adk.integrations.redis", reason="ADK's Redis service exists from 2.9"
+        )
+        return _adk_redis_store(url, request)
+    return _community_redis_store(url, request)
+
+
+def scan(seeded: Seeded, *args: str) -> dict[str, Any]:
+    result = runner.invoke(cli_app, ["scan", seeded.uri, *seeded.options, "--json", *args])
+    # Exit 2 is expected: the malformed session is unreadable (the scan is incomplete).
+    assert result.exit_code in (0, 1, 2), result.output
+    assert result.stdout.strip(), result.output
+    return json.loads(result.stdout)
+
+
+def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    keys = (
+        "sessions_scanned",
+        "healthy_sessions",
+        "sessions_with_missing",
+        "sessions_with_pending",
+        "missing_calls",
+        "pending_calls",
+    )
+    return {
+        "counts": {key: report[key] for key in keys},
+        "per_app": {
+            app: {k: v for k, v in counts.items() if k != "unreadable_sessions"}
+            for app, counts in report["per_app"].items()
+        },
+        "findings": sorted(
+            (f["app"], f["user"], f["session"], f["call_id"], f["status"])
+            for f in report["findings"]
+        ),
+    }
+
+
+def _unreadable(report: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(u["app"], u["session"]) for u in report["unreadable"]}
+
+
+def test_direct_and_get_session_readers_agree_on_every_count(seeded: Seeded) -> None:
+    apps = [arg for a in seeded.apps for arg in ("--app", a)]
+    users = ["alice", "bob"] if seeded.requires_user else [None]
+    for user in users:
+        scope = [*apps, *(["--user", user] if user else [])]
+        direct = scan(seeded, *scope, "--reader", "direct", "--batch-size", "2")
+        slow = scan(seeded, *scope, "--reader", "get-session")
+        assert direct["reader"].startswith("direct: ")
+        assert direct["fallback_reason"] is None
+        assert slow["reader"] == "get_session"
+        assert _summary(direct) == _summary(slow)
+        # The unreadable session is reported by the direct reader in every store.
+        malformed = {
+            (a, seeded.session_ids[f"{a}/{MALFORMED}"])
+            for a in seeded.apps
+            if user in (None, user_of(MALFORMED))
+        }
+        assert _unreadable(direct) == malformed
+        # ADK's Redis listings drop a session they cannot parse without a word
+        # (integrations/redis/_redis_session_service.py:299; the community
+        # service's _load_sessions); the SQL services raise from get_session.
+        assert _unreadable(slow) == (set() if seeded.listing_skips_malformed else malformed)
+
+    if seeded.requires_user:
+        return
+    direct = scan(seeded, *apps, "--batch-size", "3")
+    # Per app: healthy, rewound, tied (on its service's order), empty / missing, pending.
+    for app_name in seeded.apps:
+        counts = direct["per_app"][app_name]
+        assert counts["sessions_scanned"] == 6
+        assert counts["sessions_with_pending"] == 1 and counts["pending_calls"] == 1
+        assert counts["unreadable_sessions"] == 1
+    found = {(f["session"].split("-")[0], f["call_id"]) for f in direct["findings"]}
+    assert ("missing", "m1") in found and ("pending", "p1") in found
+    assert not any(name == "rewound" for name, _ in found)  # the rewind annuls r1
+
+
+def test_scan_without_app_covers_every_app_with_per_app_counts(seeded: Seeded) -> None:
+    report = scan(seeded, *(["--user", "alice"] if seeded.requires_user else []))
+    assert set(seeded.apps) <= set(report["apps"])
+    assert set(seeded.apps) <= set(report["per_app"])
+    for app_name in seeded.apps:
+        per_app = report["per_app"][app_name]
+        by_one = scan(
+            seeded,
+            "--app",
+            app_name,
+            "--reader",
+            "get-session",
+            *(["--user", "alice"] if seeded.requires_user else []),
+        )
+        assert per_app["sessions_scanned"] == by_one["sessions_scanned"]
+        assert per_app["missing_calls"] == by_one["missing_calls"]
+        assert per_app["pending_calls"] == by_one["pending_calls"]
+
+
+def test_since_and_until_select_sessions_by_update_time(seeded: Seeded) -> None:
+    scope = [a for name in seeded.apps for a in ("--app", name)]
+    if seeded.requires_user:
+        scope += ["--user", "alice"]
+    everything = scan(seeded, *scope)
+    assert everything["sessions_scanned"] > 0
+    assert scan(seeded, *scope, "--until", "1h")["sessions_scanned"] == 0
+    assert scan(seeded, *scope, "--since", "2030-01-01")["sessions_scanned"] == 0
+    for bound in (["--since", "1h"], ["--since", "1m"], ["--until", "5m"]):
+        slow = scan(seeded, *scope, *bound, "--reader", "get-session")
+        assert _summary(scan(seeded, *scope, *bound)) == _summary(slow), bound
+
+
+def test_json_lines_streams_one_record_per_broken_session_then_a_summary(
+    seeded: Seeded,
+) -> None:
+    scope = [a for name in seeded.apps for a in ("--app", name)]
+    if seeded.requires_user:
+        scope += ["--user", "alice"]
+    result = runner.invoke(cli_app, ["scan", seeded.uri, *seeded.options, "--json-lines", *scope])
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert records[-1]["type"] == "summary"
+    sessions = [r for r in records if r["type"] == "session"]
+    summary = records[-1]
+    broken = summary["sessions_scanned"] - summary["healthy_sessions"]
+    assert len(sessions) == broken > 0
+    assert sum(r["missing_calls"] for r in sessions) == summary["missing_calls"]
+    assert [r for r in records if r["type"] == "unreadable"]
+    assert result.exit_code == 2  # unreadable sessions make the scan incomplete
+
+
+def test_an_unknown_schema_version_falls_back_to_get_session_and_says_so(tmp_path: Path) -> None:
+    seeded = _db_sqlite_store(tmp_path)
+    path = seeded.uri.removeprefix("sqlite+aiosqlite:///")
+    with sqlite3.connect(path) as connection:
+        changed = connection.execute(
+            "UPDATE adk_internal_metadata SET value = '7' WHERE key = 'schema_version'"
+        ).rowcount
+    assert changed == 1
+    scope = [a for name in seeded.apps for a in ("--app", name)]
+    result = runner.invoke(cli_app, ["scan", seeded.uri, *scope])
+    assert "not read directly: DatabaseSessionService schema version '7' is unknown" in (
+        result.stdout
+    )
+    assert "Read by get_session" in result.stdout
+    report = scan(seeded, *scope)
+    assert report["reader"] == "get_session"
+    assert "'7' is unknown" in report["fallback_reason"]
+    refused = runner.invoke(cli_app, ["scan", seeded.uri, *scope, "--reader", "direct"])
+    assert refused.exit_code == 2 and "cannot read this store directly" in refused.stderr

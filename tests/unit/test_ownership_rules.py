@@ -1,0 +1,49 @@
+"""The pure ownership rules: who owns a session, and which stores are trusted to check."""
+
+from __future__ import annotations
+
+from google.adk.sessions import DatabaseSessionService, InMemorySessionService
+from google.adk.sessions.session import Session
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+from adk_pairing.ownership import checks_ownership, is_owned_by, owned_sessions
+
+
+def _session(app: str, user: str, session_id: str) -> Session:
+    return Session(id=session_id, app_name=app, user_id=user)
+
+
+def test_a_session_is_owned_only_by_its_app_user_and_id():
+    session = _session("shop", "alice", "s1")
+
+    assert is_owned_by(session, app_name="shop", user_id="alice", session_id="s1")
+    assert not is_owned_by(session, app_name="shop", user_id="bob", session_id="s1")
+    assert not is_owned_by(session, app_name="bank", user_id="alice", session_id="s1")
+    assert not is_owned_by(session, app_name="shop", user_id="alice", session_id="s2")
+
+
+def test_a_listing_keeps_the_callers_sessions_or_every_user_of_the_app():
+    sessions = [
+        _session("shop", "alice", "a"),
+        _session("shop", "bob", "b"),
+        _session("x", "alice", "c"),
+    ]
+
+    assert [s.id for s in owned_sessions(sessions, app_name="shop", user_id="alice")] == ["a"]
+    assert [s.id for s in owned_sessions(sessions, app_name="shop", user_id=None)] == ["a", "b"]
+
+
+def test_adks_own_stores_are_trusted_and_an_override_is_not():
+    class Careless(InMemorySessionService):
+        async def get_session(self, **kwargs):  # a lookup by id alone
+            return None
+
+    class Tuned(InMemorySessionService):
+        async def create_session(self, **kwargs):  # not one of the owner-checked methods
+            return await super().create_session(**kwargs)
+
+    assert checks_ownership(InMemorySessionService())
+    assert checks_ownership(object.__new__(DatabaseSessionService))
+    assert checks_ownership(object.__new__(SqliteSessionService))
+    assert checks_ownership(Tuned())
+    assert not checks_ownership(Careless())

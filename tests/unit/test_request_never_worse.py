@@ -1,0 +1,64 @@
+"""Property: the view never makes the request ADK builds worse than the store does.
+
+For any generated history, well-formed or malformed (see
+`history_strategies`), ADK's own contents request processor builds the request
+twice, from the stored events and from the repaired view:
+
+* if building from the store does not raise, building from the view does not;
+* if the store's request satisfies Anthropic's pairing rule, the view's does.
+
+This holds on every supported ADK release; the builders differ (see the
+docstring of `adk_pairing.analysis`), and so does what the view adds for them.
+Run size: ``HYPOTHESIS_PROFILE``-independent, `EXAMPLES` examples per run.
+"""
+
+from __future__ import annotations
+
+import os
+
+from google.adk.events.event import Event
+from hypothesis import HealthCheck, given, settings
+
+from adk_pairing import repaired_events
+from adk_pairing.checks import anthropic_pairing_violations
+from tests.adk_request import build_request_contents
+
+from .history_strategies import describe, histories
+
+EXAMPLES = int(os.environ.get("ADK_PAIRING_PROPERTY_EXAMPLES", "400"))
+
+
+def _outcome(events: list[Event]) -> tuple[str | None, list[str]]:
+    """(the error ADK's builder raised, or None; the request's pairing violations)."""
+    try:
+        contents = build_request_contents(events)
+    except Exception as error:  # whatever ADK raises is what the user gets
+        return f"{type(error).__name__}: {error}", []
+    return None, anthropic_pairing_violations(contents)
+
+
+def assert_view_not_worse(events: list[Event]) -> None:
+    stored_error, stored_violations = _outcome(events)
+    view = repaired_events(events)
+    view_error, view_violations = _outcome(view)
+    history = f"\nstored:\n{describe(events)}\nview:\n{describe(view)}"
+    if stored_error is None:
+        assert view_error is None, f"the view makes ADK's builder raise: {view_error}{history}"
+        if not stored_violations:
+            assert not view_violations, (
+                f"the stored request is valid, the view's is not: {view_violations}{history}"
+            )
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(histories(malformed=True))
+def test_request_from_the_view_is_never_worse_than_from_the_store(events: list[Event]) -> None:
+    assert_view_not_worse(events)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(histories(malformed=False))
+def test_request_from_the_view_is_never_worse_for_well_formed_histories(
+    events: list[Event],
+) -> None:
+    assert_view_not_worse(events)
