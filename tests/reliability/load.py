@@ -117,7 +117,6 @@ class PolicyScript(list):
 class LoadFigures:
     """What one load run did and what went wrong."""
 
-    sessions: int = 0
     turns: int = 0
     intents: Counter[str] = field(default_factory=Counter)
     cancelled: int = 0
@@ -162,7 +161,6 @@ async def drive_session(
 ) -> None:
     """Runs `turns` planned turns on one session, one after the other."""
     pending_jobs: list[str] = []
-    figures.sessions += 1
     for number in range(turns):
         intent = rng.choices(list(intents), weights=list(intents.values()))[0]
         if intent == "post" and not pending_jobs:
@@ -198,15 +196,10 @@ async def drive_session(
 
 
 async def run_load(
-    build: Callable[[], Harness],
-    *,
-    sessions: int,
-    turns: int,
-    in_flight: int,
-    seed: int,
-) -> tuple[Harness, LoadFigures]:
+    harness: Harness, *, sessions: int, turns: int, in_flight: int, seed: int
+) -> LoadFigures:
     """`sessions` x `turns` planned turns, at most `in_flight` sessions at once."""
-    harness = build()
+    harness.script.steps = PolicyScript()
     figures = LoadFigures()
     gate = asyncio.Semaphore(in_flight)
 
@@ -218,7 +211,7 @@ async def run_load(
             )
 
     await asyncio.gather(*(one(index) for index in range(sessions)))
-    return harness, figures
+    return figures
 
 
 # -- the request rules ----------------------------------------------------------

@@ -1,23 +1,24 @@
 """Three worker processes on the same PostgreSQL sessions, killed with SIGKILL as they go.
 
 Each worker is a forked process (ADK already imported) running a wrapped
-Runner with the seeded turns of `load` on sessions picked at random from a
-pool all workers share, two sessions at a time. Before each stretch of turns
-it reads the session through its decorator, whose analysis cache resumes
-from what the same process read before while the other processes append,
-and compares that view with a rebuild: `repaired_events` over the stored
-history read right after (a read raced by another process's append is
-counted apart, not compared). Every `TURNS_BETWEEN_KILLS` turns one worker,
-picked by the seed, is killed with SIGKILL wherever it is (in a turn, a
-tool, a store call) and a fresh one takes its place. At the end the survivors are killed
-too, and this process checks every session once more from a cold decorator
-and a warm one.
+Runner with `PairingPlugin` and the seeded turns of `load` on sessions picked
+at random from a pool all workers share, two sessions at a time. Before each
+stretch of turns it reads the session through its decorator, whose analysis
+cache resumes from what the same process read before while the other
+processes append, and compares that view with a rebuild: `repaired_events`
+over the stored history read right after (a read raced by another process's
+append is counted apart, not compared). Every `TURNS_BETWEEN_KILLS` turns one
+worker, picked by the seed, is killed with SIGKILL wherever it is (in a turn,
+a tool, a store call) and a fresh one takes its place. At the end the
+survivors are killed too, and this process reads every session from a cold
+decorator, then again after each of two more turns, resumed from its cache.
 
-Proven: every cached view equals its rebuild, every request the workers'
-models received (view + `PairingPlugin`) passes all four provider rules, each
-session takes one more valid turn afterwards, and nothing synthetic reaches
-the store. Errors the workers meet (another process appended first) are
-printed, not asserted: the store raises them with or without the decorator.
+Proven: every cached view equals its rebuild, every request the models
+received (view + plugin) passes all four provider rules, and nothing
+synthetic reaches the store. Errors the workers meet (another process
+appended first) are printed, not asserted: the store raises them with or
+without the decorator. Shown to fail: with the cache's resume not walking
+the new events, 12 of the 18 final reads differ from their rebuilds.
 """
 
 from __future__ import annotations
@@ -171,18 +172,27 @@ async def _create_sessions(spec: dict[str, Any]) -> list[str]:
 async def _final_checks(
     spec: dict[str, Any], session_ids: list[str]
 ) -> tuple[Counter[str], Harness, str]:
-    """Each session from a cold decorator, then from its warm cache; then one more turn
-    each, with the plugin; and the raw rows."""
+    """Each session read from a cold decorator, then after each of two more turns,
+    resumed from the cache over the turn's events: a turn cut off in its tool
+    (a new unanswered call) and a plain one (its request carries the
+    placeholder, checked with the plugin on). And the raw rows."""
     backend: Backend = await open_backend(spec)
     try:
         harness = Harness.build(backend, wrapped=True, plugins=[PairingPlugin()])
         harness.script.steps = PolicyScript()
         outcomes: Counter[str] = Counter()
-        for _ in range(2):  # cold, then resumed from the cache the first pass filled
+
+        async def check_every_session() -> None:
             for session_id in session_ids:
                 outcomes[await _check_view(harness, session_id)] += 1
+
+        await check_every_session()  # cold
         for session_id in session_ids:
-            await harness.turn(session_id, "are you still there? [say:final:-]")
+            await harness.interrupted_turn(session_id, f"[hang:final:{session_id}]")
+        await check_every_session()  # resumed over a new unanswered call
+        for session_id in session_ids:
+            await harness.turn(session_id, "are you there? [say:again:-]")
+        await check_every_session()  # resumed over a turn whose request had its placeholder
         keep_out_of_the_rule_table(harness.script.requests)
         return outcomes, harness, await backend.raw_storage_text()
     finally:
@@ -240,17 +250,20 @@ def test_workers_killed_with_sigkill_keep_cached_views_equal_to_rebuilds(
         f"for {seconds:.0f} s: {len(logs)} processes started ({tally['ready']['ready']} ready), "
         f"{kills} SIGKILLs, {tally['turns']['turns']} turns finished"
     )
-    figures(f"cached view vs rebuild in the workers: {dict(checks)}; at the end: {dict(final)}")
+    figures(
+        f"cached view vs rebuild in the workers: {dict(checks)}; afterwards (cold, then "
+        f"resumed after an interrupted and a plain turn): {dict(final)}"
+    )
     figures(f"worker requests breaking each rule (view + plugin): {dict(broken)}")
     figures(
-        f"one more turn on each session afterwards: {len(harness.script.requests)} requests, "
+        f"two more turns on each session afterwards: {len(harness.script.requests)} requests, "
         f"breaking each rule {dict(violations_by_rule(harness.script.requests))}"
     )
     figures(f"worker errors: {sum(errors.values())}")
     for error, count in errors.most_common(3):
         figures(f"worker error x{count}: {error}")
     assert checks["differ"] == 0 and final["differ"] == 0
-    assert checks["equal"] > 0 and final["equal"] == 2 * SESSIONS
+    assert checks["equal"] > 0 and final["equal"] == 3 * SESSIONS
     assert not +broken, f"requests with view + plugin broke a provider's rule: {broken}"
     assert_every_rule_holds(harness.script)
     assert_nothing_synthetic_stored(raw)
