@@ -32,7 +32,7 @@ import asyncio
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from google.adk.models.llm_request import LlmRequest
@@ -78,15 +78,17 @@ def _latest_text(contents: list[types.Content]) -> str:
 
 
 def policy_step(llm_request: LlmRequest) -> LlmResponse:
-    """The model's answer, read from the marker in the latest content.
+    """The model's answer, read from the newest marker in the latest content.
 
     No marker there (a tool result, a posted job result) means the model got
-    what it asked for and answers in text.
+    what it asked for and answers in text. The newest marker, because ADK and
+    `PairingPlugin` merge a user message left alone by a killed turn with the
+    next one: the model answers what was asked last.
     """
-    marker = _MARKER.search(_latest_text(list(llm_request.contents or ())))
-    if marker is None:
+    markers = _MARKER.findall(_latest_text(list(llm_request.contents or ())))
+    if not markers:
         return text("Done.")
-    intent, call_id, tag = marker.groups()
+    intent, call_id, tag = markers[-1]
     if intent == "lookup" or intent == "disconnect":
         return calls(call("lookup", {"city": tag}, id=call_id))
     if intent == "parallel":
@@ -115,7 +117,6 @@ class PolicyScript(list):
 class LoadFigures:
     """What one load run did and what went wrong."""
 
-    sessions: int = 0
     turns: int = 0
     intents: Counter[str] = field(default_factory=Counter)
     cancelled: int = 0
@@ -156,12 +157,12 @@ async def drive_session(
     rng: random.Random,
     turns: int,
     figures: LoadFigures,
+    intents: Mapping[str, int] = INTENT_WEIGHTS,
 ) -> None:
     """Runs `turns` planned turns on one session, one after the other."""
     pending_jobs: list[str] = []
-    figures.sessions += 1
     for number in range(turns):
-        intent = rng.choices(list(INTENT_WEIGHTS), weights=list(INTENT_WEIGHTS.values()))[0]
+        intent = rng.choices(list(intents), weights=list(intents.values()))[0]
         if intent == "post" and not pending_jobs:
             intent = "say"
         call_id = f"t{number}"
@@ -195,15 +196,10 @@ async def drive_session(
 
 
 async def run_load(
-    build: Callable[[], Harness],
-    *,
-    sessions: int,
-    turns: int,
-    in_flight: int,
-    seed: int,
-) -> tuple[Harness, LoadFigures]:
+    harness: Harness, *, sessions: int, turns: int, in_flight: int, seed: int
+) -> LoadFigures:
     """`sessions` x `turns` planned turns, at most `in_flight` sessions at once."""
-    harness = build()
+    harness.script.steps = PolicyScript()
     figures = LoadFigures()
     gate = asyncio.Semaphore(in_flight)
 
@@ -215,7 +211,7 @@ async def run_load(
             )
 
     await asyncio.gather(*(one(index) for index in range(sessions)))
-    return harness, figures
+    return figures
 
 
 # -- the request rules ----------------------------------------------------------

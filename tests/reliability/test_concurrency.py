@@ -32,7 +32,7 @@ from tests.integration.support.backends import (
 )
 from tests.integration.support.scenario import Harness
 
-from .load import PolicyScript, keep_out_of_the_rule_table, run_load, violations_by_rule
+from .load import keep_out_of_the_rule_table, run_load, violations_by_rule
 
 pytestmark = pytest.mark.postgres
 
@@ -66,16 +66,11 @@ async def test_concurrent_turns_with_cancels_on_postgres_no_worse_than_unwrapped
     results: dict[str, dict[str, Any]] = {}
     for run, wrapped in (("unwrapped", False), ("wrapped", True)):
         backend = await open_store(postgres_specs[run])
-
-        def build(backend: Backend = backend, wrapped: bool = wrapped) -> Harness:
-            harness = Harness.build(
-                backend, wrapped=wrapped, plugins=[PairingPlugin()] if wrapped else ()
-            )
-            harness.script.steps = PolicyScript()
-            return harness
-
-        harness, load = await run_load(
-            build, sessions=SESSIONS, turns=TURNS, in_flight=IN_FLIGHT, seed=SEED
+        harness = Harness.build(
+            backend, wrapped=wrapped, plugins=[PairingPlugin()] if wrapped else ()
+        )
+        load = await run_load(
+            harness, sessions=SESSIONS, turns=TURNS, in_flight=IN_FLIGHT, seed=SEED
         )
         raw = await backend.raw_storage_text()
         broken = violations_by_rule(harness.script.requests)

@@ -1,21 +1,24 @@
 """Three worker processes on the same PostgreSQL sessions, killed with SIGKILL as they go.
 
 Each worker is a forked process (ADK already imported) running a wrapped
-Runner with the seeded turns of `load` on sessions picked at random from a
-pool all workers share, two sessions at a time. Before each stretch of turns
-it reads the session through its decorator, whose analysis cache resumes
-from what the same process read before while the other processes append,
-and compares that view with a rebuild: `repaired_events` over the stored
-history read right after (a read raced by another process's append is
-counted apart, not compared). Every few seconds one worker, picked by the
-seed, is killed with SIGKILL wherever it is (in a turn, a tool, a store
-call) and a fresh one takes its place. At the end the survivors are killed
-too, and this process checks every session once more from a cold decorator
-and a warm one.
+Runner with `PairingPlugin` and the seeded turns of `load` on sessions picked
+at random from a pool all workers share, two sessions at a time. Before each
+stretch of turns it reads the session through its decorator, whose analysis
+cache resumes from what the same process read before while the other
+processes append, and compares that view with a rebuild: `repaired_events`
+over the stored history read right after (a read raced by another process's
+append is counted apart, not compared). Every `TURNS_BETWEEN_KILLS` turns one
+worker, picked by the seed, is killed with SIGKILL wherever it is (in a turn,
+a tool, a store call) and a fresh one takes its place. At the end the
+survivors are killed too, and this process reads every session from a cold
+decorator, then again after each of two more turns, resumed from its cache.
 
-Proven: every cached view equals its rebuild, and nothing synthetic reaches
-the store. Errors the workers meet (another process appended first) are
-printed, not asserted: the store raises them with or without the decorator.
+Proven: every cached view equals its rebuild, every request the models
+received (view + plugin) passes all four provider rules, and nothing
+synthetic reaches the store. Errors the workers meet (another process
+appended first) are printed, not asserted: the store raises them with or
+without the decorator. Shown to fail: with the cache's resume not walking
+the new events, 12 of the 18 final reads differ from their rebuilds.
 """
 
 from __future__ import annotations
@@ -27,14 +30,14 @@ import os
 import random
 import signal
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adk_pairing import PairingSessionService, is_synthetic, repaired_events
+from adk_pairing import PairingPlugin, is_synthetic, repaired_events
 from tests.conftest import require_server
 from tests.integration.conftest import make_spec
 from tests.integration.support.backends import (
@@ -42,20 +45,39 @@ from tests.integration.support.backends import (
     assert_nothing_synthetic_stored,
     open_backend,
 )
-from tests.integration.support.scenario import USER_ID, Harness, event_signature
+from tests.integration.support.scenario import (
+    USER_ID,
+    Harness,
+    assert_every_rule_holds,
+    event_signature,
+)
 
-from .load import LoadFigures, PolicyScript, drive_session
+from .load import (
+    INTENT_WEIGHTS,
+    LoadFigures,
+    PolicyScript,
+    drive_session,
+    keep_out_of_the_rule_table,
+    violations_by_rule,
+)
 
 pytestmark = pytest.mark.postgres
 
 WORKERS = 3
 SESSIONS = 6
 LANES_PER_WORKER = 2
-#: How long the workers run, and how often one is killed. The run is bounded
-#: by time; how many turns fit in it depends on the machine and is printed.
-RUN_SECONDS = float(os.environ.get("RELIABILITY_MP_SECONDS", "20"))
-KILL_EVERY_SECONDS = 4.0
+#: A worker is killed each time the workers together have finished this many
+#: more turns, `KILLS` times; then all are killed. The run is bounded by work,
+#: not time, so a busy machine is slower but does the same; `MAX_SECONDS` only
+#: keeps a stuck run from hanging the suite.
+TURNS_BETWEEN_KILLS = int(os.environ.get("RELIABILITY_MP_TURNS", "15"))
+KILLS = 4
+MAX_SECONDS = 240.0
 SEED = 4242
+#: No ``hang`` turns: a SIGKILL is the interruption here. With sessions shared
+#: between processes, a model may read another process's newer message and
+#: call ``hang`` for it, in a process whose driver never cancels it.
+WORKER_INTENTS = {intent: w for intent, w in INTENT_WEIGHTS.items() if intent != "hang"}
 
 
 async def _check_view(harness: Harness, session_id: str) -> str:
@@ -69,20 +91,51 @@ async def _check_view(harness: Harness, session_id: str) -> str:
     return "equal" if same else "differ"
 
 
+def _read_logs(logs: list[Path]) -> dict[str, Counter[str]]:
+    """Everything the workers logged, summed: view checks, turns, errors, broken rules."""
+    tally: dict[str, Counter[str]] = defaultdict(Counter)
+    for log in logs:
+        lines = log.read_text().splitlines() if log.exists() else []  # killed before it began
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the line a SIGKILL cut short
+            for name, value in record.items():
+                if isinstance(value, dict):
+                    tally[name].update(value)
+                elif isinstance(value, str):
+                    tally[name][value] += 1
+                else:
+                    tally[name][name] += value
+    return tally
+
+
 def _worker(spec: dict[str, Any], session_ids: list[str], seed: int, out: str) -> None:
     """A worker process: turns and view checks on random sessions until killed."""
 
+    checked = [0]  # requests of this worker already counted
+
+    busy: set[str] = set()  # a session has one turn at a time within a process
+
     async def lane(harness: Harness, rng: random.Random, log: Any) -> None:
         while True:
-            session_id = rng.choice(session_ids)
+            session_id = rng.choice([s for s in session_ids if s not in busy])
+            busy.add(session_id)
             log({"check": await _check_view(harness, session_id)})
             figures = LoadFigures()
-            await drive_session(harness, session_id, rng, rng.randint(1, 3), figures)
-            log({"turns": figures.turns, "errors": dict(figures.errors)})
+            await drive_session(
+                harness, session_id, rng, rng.randint(1, 3), figures, WORKER_INTENTS
+            )
+            busy.discard(session_id)
+            requests = harness.script.requests
+            broken = violations_by_rule(requests[checked[0] :])
+            checked[0] = len(requests)
+            log({"turns": figures.turns, "errors": dict(figures.errors), "broken": broken})
 
     async def main() -> None:
         backend = await open_backend({**spec, "cleanup": False})
-        harness = Harness.build(backend, wrapped=True)
+        harness = Harness.build(backend, wrapped=True, plugins=[PairingPlugin()])
         harness.script.steps = PolicyScript()
         with open(out, "a", buffering=1) as stream:
 
@@ -116,17 +169,32 @@ async def _create_sessions(spec: dict[str, Any]) -> list[str]:
         await backend.close()
 
 
-async def _final_checks(spec: dict[str, Any], session_ids: list[str]) -> tuple[Counter[str], str]:
-    """Each session from a cold decorator, then again from its warm cache; and the raw rows."""
+async def _final_checks(
+    spec: dict[str, Any], session_ids: list[str]
+) -> tuple[Counter[str], Harness, str]:
+    """Each session read from a cold decorator, then after each of two more turns,
+    resumed from the cache over the turn's events: a turn cut off in its tool
+    (a new unanswered call) and a plain one (its request carries the
+    placeholder, checked with the plugin on). And the raw rows."""
     backend: Backend = await open_backend(spec)
     try:
-        harness = Harness.build(backend, wrapped=True)
+        harness = Harness.build(backend, wrapped=True, plugins=[PairingPlugin()])
+        harness.script.steps = PolicyScript()
         outcomes: Counter[str] = Counter()
-        for _ in range(2):  # cold, then resumed from the cache the first pass filled
+
+        async def check_every_session() -> None:
             for session_id in session_ids:
                 outcomes[await _check_view(harness, session_id)] += 1
-        assert isinstance(harness.service, PairingSessionService)
-        return outcomes, await backend.raw_storage_text()
+
+        await check_every_session()  # cold
+        for session_id in session_ids:
+            await harness.interrupted_turn(session_id, f"[hang:final:{session_id}]")
+        await check_every_session()  # resumed over a new unanswered call
+        for session_id in session_ids:
+            await harness.turn(session_id, "are you there? [say:again:-]")
+        await check_every_session()  # resumed over a turn whose request had its placeholder
+        keep_out_of_the_rule_table(harness.script.requests)
+        return outcomes, harness, await backend.raw_storage_text()
     finally:
         await backend.close()
 
@@ -152,11 +220,15 @@ def test_workers_killed_with_sigkill_keep_cached_views_equal_to_rebuilds(
         return process
 
     kills = 0
+    began = time.monotonic()
     try:
         workers = [start() for _ in range(WORKERS)]
-        deadline = time.monotonic() + RUN_SECONDS
-        while time.monotonic() < deadline:
-            time.sleep(min(KILL_EVERY_SECONDS, max(0.0, deadline - time.monotonic())))
+        next_kill_at = TURNS_BETWEEN_KILLS
+        while kills < KILLS and time.monotonic() - began < MAX_SECONDS:
+            time.sleep(0.2)
+            if _read_logs(logs)["turns"]["turns"] < next_kill_at:
+                continue
+            next_kill_at += TURNS_BETWEEN_KILLS
             victim = rng.randrange(WORKERS)
             os.kill(workers[victim].pid, signal.SIGKILL)
             workers[victim].join()
@@ -168,32 +240,30 @@ def test_workers_killed_with_sigkill_keep_cached_views_equal_to_rebuilds(
                 os.kill(process.pid, signal.SIGKILL)
                 kills += 1
             process.join()
+    seconds = time.monotonic() - began
 
-    checks: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    turns = ready = 0
-    for log in logs:
-        lines = log.read_text().splitlines() if log.exists() else []  # killed before it began
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the line a SIGKILL cut short
-            ready += record.get("ready", False)
-            if "check" in record:
-                checks[record["check"]] += 1
-            turns += record.get("turns", 0)
-            errors.update(record.get("errors", {}))
-    final, raw = asyncio.run(_final_checks(shared_spec, session_ids))
+    tally = _read_logs(logs)
+    checks, errors, broken = tally["check"], tally["errors"], tally["broken"]
+    final, harness, raw = asyncio.run(_final_checks(shared_spec, session_ids))
     figures(
         f"{WORKERS} workers x {LANES_PER_WORKER} lanes on {SESSIONS} shared PostgreSQL sessions "
-        f"for {RUN_SECONDS:.0f} s: {len(logs)} processes started ({ready} ready), "
-        f"{kills} SIGKILLs, {turns} turns finished"
+        f"for {seconds:.0f} s: {len(logs)} processes started ({tally['ready']['ready']} ready), "
+        f"{kills} SIGKILLs, {tally['turns']['turns']} turns finished"
     )
-    figures(f"cached view vs rebuild in the workers: {dict(checks)}; at the end: {dict(final)}")
+    figures(
+        f"cached view vs rebuild in the workers: {dict(checks)}; afterwards (cold, then "
+        f"resumed after an interrupted and a plain turn): {dict(final)}"
+    )
+    figures(f"worker requests breaking each rule (view + plugin): {dict(broken)}")
+    figures(
+        f"two more turns on each session afterwards: {len(harness.script.requests)} requests, "
+        f"breaking each rule {dict(violations_by_rule(harness.script.requests))}"
+    )
     figures(f"worker errors: {sum(errors.values())}")
     for error, count in errors.most_common(3):
         figures(f"worker error x{count}: {error}")
     assert checks["differ"] == 0 and final["differ"] == 0
-    assert checks["equal"] > 0 and final["equal"] == 2 * SESSIONS
+    assert checks["equal"] > 0 and final["equal"] == 3 * SESSIONS
+    assert not +broken, f"requests with view + plugin broke a provider's rule: {broken}"
+    assert_every_rule_holds(harness.script)
     assert_nothing_synthetic_stored(raw)
