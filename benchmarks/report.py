@@ -142,6 +142,7 @@ class Verdict:
 
 
 TURN_TITLE = "Whole turns (Runner, scripted model; wrapped ÷ unwrapped)"
+REQUEST_TITLE = "Request pass (PairingPlugin; ADK's request building + plugin ÷ building alone)"
 
 #: What each kind of get_session read means in the targets table.
 READ_MEANINGS = {
@@ -228,7 +229,19 @@ def _core_verdicts(core: list[Row]) -> list[Verdict]:
     return found
 
 
-def verdicts(results: dict[str, list[Row]], *, get_size: int, append_size: int) -> list[Verdict]:
+def _request_verdict(rows: list[Row], size: int) -> Verdict:
+    """The plugin's 2% budget over ADK's own request building, on both requests."""
+    target = f"PairingPlugin ≤ 1.02× of ADK's request building at {size:,} events"
+    chosen = [r for r in rows if r["size"] == size]
+    if not chosen:
+        return Verdict(target, "-", None)
+    verdict = _ratio_verdict(chosen, "request", ("inmemory",), 1.02, size)
+    return Verdict(target, verdict.measured.replace("inmemory ", ""), verdict.met)
+
+
+def verdicts(
+    results: dict[str, list[Row]], *, get_size: int, append_size: int, request_size: int = 1_000
+) -> list[Verdict]:
     found: list[Verdict] = []
     gets = results.get("get_session", [])
     appends = results.get("append_event", [])
@@ -240,6 +253,7 @@ def verdicts(results: dict[str, list[Row]], *, get_size: int, append_size: int) 
     found.append(_ratio_verdict(appends, "append_event", ("inmemory",), 1.15, append_size))
 
     found += _core_verdicts(results.get("core", []))
+    found.append(_request_verdict(results.get("request", []), request_size))
 
     memory = [r for r in results.get("memory", []) if r["health"] == "healthy"]
     if memory:
@@ -408,6 +422,7 @@ def print_tables(results: dict[str, list[Row]], found: list[Verdict]) -> None:
         ("pure core", results.get("core"), core_table),
         ("memory: view ÷ stored session (tracemalloc)", results.get("memory"), memory_table),
         (TURN_TITLE, results.get("turn"), comparison_table),
+        (REQUEST_TITLE, results.get("request"), comparison_table),
     ]
     for title, rows, render in sections:
         if not rows:
@@ -467,6 +482,7 @@ def generated_markdown(
         ("core", core_table, "### Pure core (no store)"),
         ("memory", memory_table, "### Memory (tracemalloc, view ÷ stored session)"),
         ("turn", comparison_table, f"### {TURN_TITLE}"),
+        ("request", comparison_table, f"### {REQUEST_TITLE}"),
     ]
     for key, render, title in sections:
         rows = results.get(key)
@@ -494,7 +510,7 @@ def write_results(path: Path, generated: str, preamble: str) -> None:
 def all_ratios(results: dict[str, list[Row]]) -> list[tuple[str, float]]:
     """Every ratio the run computed, labelled (what the smoke test checks)."""
     found: list[tuple[str, float]] = []
-    for section in ("get_session", "append_event", "turn"):
+    for section in ("get_session", "append_event", "turn", "request"):
         for r in results.get(section, []):
             label = f"{section} {r['backend']} {r['size']} {r['health']} {r.get('read', '')}"
             found.append((label.rstrip(), r["ratio"]))

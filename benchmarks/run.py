@@ -39,7 +39,7 @@ from report import (  # noqa: E402
 )
 from suites import Settings, run  # noqa: E402
 
-SECTIONS = ("get_session", "append_event", "core", "memory", "turn")
+SECTIONS = ("get_session", "append_event", "core", "memory", "turn", "request")
 DEFAULT_OUTPUT = HERE / "RESULTS.md"
 PREAMBLE = """# adk-pairing benchmarks
 
@@ -74,6 +74,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--core-sizes", type=_ints, help="pure-core sizes (100,1000,10000,100000)")
     parser.add_argument("--memory-sizes", type=_ints, help="memory history sizes (1000,10000)")
     parser.add_argument("--turn-sizes", type=_ints, help="whole-turn history sizes (1000)")
+    parser.add_argument(
+        "--request-sizes", type=_ints, help="request-pass (PairingPlugin) history sizes (1000)"
+    )
     parser.add_argument(
         "--backends",
         type=lambda t: _names(t, ALL_BACKENDS),
@@ -119,6 +122,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         core_sizes=args.core_sizes or ((100, 1_000) if quick else (100, 1_000, 10_000, 100_000)),
         memory_sizes=args.memory_sizes or ((40,) if quick else (1_000, 10_000)),
         turn_sizes=args.turn_sizes or ((10,) if quick else (1_000,)),
+        request_sizes=args.request_sizes or ((40,) if quick else (1_000,)),
         backends=args.backends,
         memory_backends=args.memory_backends,
         max_rounds=args.rounds or (5 if quick else 200),
@@ -170,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
 
     target_size = 1_000 if 1_000 in settings.sizes else max(settings.sizes)
     append_size = 1_000 if 1_000 in settings.append_sizes else max(settings.append_sizes)
-    found = verdicts(results, get_size=target_size, append_size=append_size)
+    request_size = 1_000 if 1_000 in settings.request_sizes else max(settings.request_sizes)
+    found = verdicts(
+        results, get_size=target_size, append_size=append_size, request_size=request_size
+    )
     print_tables(results, found)
 
     output = args.output or (None if args.quick else DEFAULT_OUTPUT)

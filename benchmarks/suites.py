@@ -37,6 +37,7 @@ from metering import (
     wall_rounds,
     with_metered_rounds,
 )
+from request_pass import bench_request_pass
 from timing import Comparison, interleave
 from turns import bench_turn
 from workloads import (
@@ -66,6 +67,7 @@ class Settings:
     core_sizes: tuple[int, ...]
     memory_sizes: tuple[int, ...]
     turn_sizes: tuple[int, ...]
+    request_sizes: tuple[int, ...]
     backends: tuple[str, ...]
     memory_backends: tuple[str, ...]
     max_rounds: int
@@ -612,6 +614,10 @@ async def run_all(settings: Settings, sections: tuple[str, ...], progress: Calla
                 start = time.perf_counter()
                 results[section] += await suites[section](backend, settings, progress)
                 elapsed[section] += time.perf_counter() - start
+    if "request" in sections:
+        start = time.perf_counter()
+        results["request"] = await bench_request_pass(settings, progress)
+        elapsed["request"] = time.perf_counter() - start
     if "core" in sections:
         start = time.perf_counter()
         results["core"] = await bench_core(settings, progress)

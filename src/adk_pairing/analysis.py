@@ -281,6 +281,21 @@ class PairingLedger:
                 self._open_calls_of(event, index, calls_here)
         return None
 
+    def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
+        """Accounts for calls that are answered right where they stand, without tracking them.
+
+        What walking them and their answers would leave behind: an id-ed call
+        makes the open call with its id unreachable (a later response with the
+        id finds the newer, answered call), and an event of id-less calls owns
+        later id-less responses of their names (which then answer nothing).
+        The request pass uses it to skip stretches it has checked already.
+        """
+        for call_id, name in calls:
+            if call_id:
+                self._newest_by_id.pop(call_id, None)
+            else:
+                self._idless_open[name] = deque()
+
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
 

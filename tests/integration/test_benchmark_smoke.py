@@ -28,6 +28,7 @@ BACKENDS = {"inmemory", "sqlite", "db-sqlite", "postgres", "redis"}
 QUICK_SIZES = {10, 40}
 QUICK_APPEND_SIZES = {10}
 QUICK_TURN_SIZES = {10}
+QUICK_REQUEST_SIZES = {40}
 HEALTHS = {"healthy", "broken"}
 READS = {"warm", "cold"}
 
@@ -197,9 +198,24 @@ def test_results_file_names_the_machine_the_command_and_every_target(quick_run):
         "### Pure core",
         "### Memory",
         "### Whole turns",
+        "### Request pass",
+        "PairingPlugin ≤ 1.02×",
     ):
         assert needle in markdown, needle
     assert "not measured" not in markdown.split("### Targets")[1].split("###")[0]
+
+
+def test_request_pass_ratio_and_plugin_cpu_are_computed_for_both_requests(quick_run):
+    rows = quick_run["results"]["request"]
+    assert sorted((r["size"], r["health"]) for r in rows) == sorted(
+        (s, h) for s in QUICK_REQUEST_SIZES for h in HEALTHS
+    )
+    for row in rows:
+        assert row["rounds"] >= 3, row
+        for key in ("ratio", "ratio_q1", "ratio_q3", "cpu_ratio", "wrapped_ns", "unwrapped_ns"):
+            assert _finite_positive(row[key]), (row["health"], key, row[key])
+        # The broken request is the decorator's view: its placeholders are in it.
+        assert (row["synthetic"] > 0) == (row["health"] == "broken"), row
 
 
 def test_the_benchmark_database_is_dropped_after_the_run(quick_run):

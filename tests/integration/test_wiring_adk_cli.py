@@ -13,8 +13,10 @@ The session is seeded through the unwrapped `DatabaseSessionService` with a
 turn that died after a function_call. One HTTP ``/run`` turn must then
 succeed; the model must have seen the call *and* a "missing" placeholder
 result (so the server really used the decorator: unwrapped, ADK would drop
-the call); and the stored rows must be the rows before plus the new turn's
-events, with no adk-pairing marker anywhere.
+the call); the README's ``--extra_plugins adk_pairing.PairingPlugin`` must
+have run (the placeholder and the user's text arrive as one merged turn); and
+the stored rows must be the rows before plus the new turn's events, with no
+adk-pairing marker anywhere.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def readme_api_server_args(session_service_uri: str, agent_dir: Path) -> list[st
     uri_at = argv.index("--session_service_uri") + 1
     assert argv[uri_at].startswith("pairing+postgresql+asyncpg://")
     argv[uri_at] = session_service_uri
+    assert argv[argv.index("--extra_plugins") + 1] == "adk_pairing.PairingPlugin"
     assert argv[-1] == "examples/agents/pairing_demo"
     argv[-1] = str(agent_dir)
     return [str(ADK), *argv[1:]]
@@ -134,7 +137,12 @@ async def run_interrupted_session_through(base_url: str, postgres_url: str) -> d
     assert response.status_code == 200, response.text
     events = response.json()
     texts = [part.get("text") for event in events for part in event["content"]["parts"]]
-    placeholder = assert_model_saw_placeholder(demo_report(texts), seeded)
+    report = demo_report(texts)
+    placeholder = assert_model_saw_placeholder(report, seeded)
+    # --extra_plugins adk_pairing.PairingPlugin ran: the view's placeholder and
+    # the user's new text reached the model as one user turn (user text, model
+    # call, results + text), not two; ADK only logs a plugin it fails to load.
+    assert report["contents"] == 3, report
 
     after = await raw_event_rows(postgres_url, seeded)
     assert_store_untouched(before, after, [event["id"] for event in events])

@@ -17,7 +17,7 @@ import sqlite3
 import pytest
 from google.adk.sessions import DatabaseSessionService
 
-from adk_pairing import PairingSessionService, is_synthetic
+from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic
 
 from .wiring_support import (
     EXAMPLE_AGENTS,
@@ -59,10 +59,12 @@ def test_runner_setup_snippet_runs_a_turn_on_sqlite_and_closes(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(EXAMPLE_AGENTS))
 
-    run_snippet("runner-setup")
+    namespace = run_snippet("runner-setup")
 
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["paired"] is True
+    # The app the runner ran carries the request pass.
+    assert [type(plugin) for plugin in namespace["app"].plugins] == [PairingPlugin]
     with sqlite3.connect(tmp_path / "sessions.db") as db:
         rows = db.execute("SELECT event_data FROM events").fetchall()
     # The user's message and the model's answer, both stored; nothing else.

@@ -1,0 +1,112 @@
+"""`PairingPlugin`'s own decisions: which texts, whether to fill ids, failing open.
+
+The Runner behaviour is in tests/integration/test_plugin_runner.py; these pin
+the shell's choices with stand-in contexts (pure logic, no I/O).
+"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import pytest
+from google.adk.models.anthropic_llm import AnthropicLlm
+from google.adk.models.google_llm import Gemini
+from google.adk.models.llm_request import LlmRequest
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+
+from adk_pairing import PairingPlugin, PairingSessionService, PlaceholderTexts
+from adk_pairing.plugin import held_open_call_ids, pairs_calls_by_id
+
+
+def request_with_idless_dangling_call() -> LlmRequest:
+    return LlmRequest(
+        contents=[
+            types.Content(role="user", parts=[types.Part(text="hi")]),
+            types.Content(
+                role="model",
+                parts=[types.Part(function_call=types.FunctionCall(name="lookup", args={}))],
+            ),
+            types.Content(role="user", parts=[types.Part(text="again")]),
+        ]
+    )
+
+
+def context(model: object = None, session_service: object = None, events: list | None = None):
+    session = SimpleNamespace(app_name="app", user_id="u", id="s-1", events=events or [])
+    invocation = SimpleNamespace(
+        session=session,
+        session_service=session_service,
+        agent=SimpleNamespace(canonical_model=model),
+    )
+    return SimpleNamespace(_invocation_context=invocation)
+
+
+def test_plugin_is_an_adk_base_plugin_that_adk_cli_can_instantiate_by_name() -> None:
+    # ADK's --extra_plugins calls plugin_class(name=qualified_name).
+    plugin = PairingPlugin(name="adk_pairing.PairingPlugin")
+    assert isinstance(plugin, BasePlugin)
+    assert plugin.name == "adk_pairing.PairingPlugin"
+
+
+def test_plugin_without_texts_takes_the_decorators_texts() -> None:
+    service = PairingSessionService(InMemorySessionService(), pending_text="wait", missing_text="?")
+    assert PairingPlugin().texts_for(service) == PlaceholderTexts(missing="?", pending="wait")
+    assert PairingPlugin(missing_text="own").texts_for(service) == PlaceholderTexts(
+        missing="own", pending="wait"
+    )
+    assert PairingPlugin().texts_for(InMemorySessionService()) == PlaceholderTexts()
+
+
+def test_ids_are_filled_for_models_that_pair_by_id_only() -> None:
+    assert pairs_calls_by_id(AnthropicLlm(model="claude-x"))
+    assert not pairs_calls_by_id(Gemini(model="gemini-2.5-flash"))
+    assert not pairs_calls_by_id(None)
+
+
+@pytest.mark.parametrize(
+    ("model", "expected_id"),
+    [(AnthropicLlm(model="claude-x"), "call_pairing_1"), (Gemini(model="gemini-x"), None)],
+    ids=["anthropic", "gemini"],
+)
+async def test_plugin_fills_ids_per_the_agents_model(
+    model: object, expected_id: str | None
+) -> None:
+    request = request_with_idless_dangling_call()
+    await PairingPlugin().before_model_callback(
+        callback_context=context(model), llm_request=request
+    )
+    assert request.contents[1].parts[0].function_call.id == expected_id
+    assert request.contents[2].parts[0].function_response.id == expected_id
+
+
+async def test_plugin_reads_held_open_ids_from_the_session_events() -> None:
+    request = request_with_idless_dangling_call()
+    request.contents[1].parts[0].function_call.id = "job_1"
+    events = [SimpleNamespace(long_running_tool_ids={"job_1"})]
+    await PairingPlugin().before_model_callback(
+        callback_context=context(events=events), llm_request=request
+    )
+    placeholder = request.contents[2].parts[0].function_response
+    assert placeholder.response["status"] == "pending"
+    assert held_open_call_ids([*events, SimpleNamespace(long_running_tool_ids=None)]) == {"job_1"}
+
+
+async def test_plugin_sends_the_request_as_built_when_the_repair_fails(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("adk_pairing.plugin.repair_contents", broken)
+    request = request_with_idless_dangling_call()
+    contents = request.contents
+    with caplog.at_level(logging.ERROR, logger="adk_pairing"):
+        result = await PairingPlugin().before_model_callback(
+            callback_context=context(), llm_request=request
+        )
+    assert result is None
+    assert request.contents is contents
+    assert "app/u/s-1" in caplog.text
