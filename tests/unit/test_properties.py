@@ -225,7 +225,7 @@ def test_repairing_a_repaired_view_adds_nothing(turns: list[PlannedTurn]) -> Non
 @known_gap(
     BUILDER_CHECKS_LAST_RESPONSE or BUILDER_PAIRS_REUSED_IDS_BY_LATEST,
     "with a call id reused across turns ADK's request builder raises 'Last response "
-    "event should only contain the responses...' on the view (1.39-2.10), or pairs the "
+    "event should only contain the responses...' on the view (1.20-2.10), or pairs the "
     "earlier call with the view's placeholder (<= 2.6) (issue 11 items 2-3, the view)",
 )
 @common
