@@ -6,7 +6,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo services test lint bench profile
+.PHONY: install demo services test test-adk check-install-pin lint bench profile
+
+# The older google-adk releases CI tests besides the newest: one constraints
+# file each (constraints/adk-<version>.txt), one virtualenv each (.venv-adk-<version>).
+ADK_VERSIONS := $(sort $(patsubst constraints/adk-%.txt,%,$(wildcard constraints/adk-*.txt)))
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +35,29 @@ test: install services
 	$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; \
 	  exit $$status
+
+# The suite on another google-adk release: make test-adk ADK=1.20.0
+# (PYTEST_ARGS as for make test). Its virtualenv is built from pyproject.toml
+# and constraints/adk-$(ADK).txt, and rebuilt when either changes.
+test-adk: services
+	@test -n "$(ADK)" || { echo "usage: make test-adk ADK=<version>, one of: $(ADK_VERSIONS)" >&2; exit 2; }
+	@test -f constraints/adk-$(ADK).txt || { echo "no constraints/adk-$(ADK).txt; versions: $(ADK_VERSIONS)" >&2; exit 2; }
+	$(MAKE) --no-print-directory .venv-adk-$(ADK)/.installed
+	.venv-adk-$(ADK)/bin/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	  if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; \
+	  exit $$status
+
+.venv-adk-%/.installed: pyproject.toml constraints/adk-%.txt
+	test -x .venv-adk-$*/bin/python || $(PYTHON) -m venv .venv-adk-$*
+	.venv-adk-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-adk-$*/bin/python -m pip install --quiet -e '.[test]' -c constraints/adk-$*.txt
+	.venv-adk-$*/bin/python -c "import sys; from google.adk import __version__ as v; \
+	  sys.exit(0 if v == '$*' else f'installed google-adk {v}, expected $*')"
+	touch $@
+
+# README's install line keeps an existing google-adk pin (throwaway venv, real PyPI).
+check-install-pin:
+	bash scripts/check-install-keeps-pin.sh
 
 bench: install services
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

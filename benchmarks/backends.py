@@ -33,6 +33,8 @@ from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 
+from adk_pairing.adk_compat import close_session_service, has_adk_redis_session_service
+
 PG_HOST = os.environ.get("ADK_PAIRING_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("ADK_PAIRING_PG_PORT", "5432"))
 PG_USER = os.environ.get("ADK_PAIRING_PG_USER", "postgres")
@@ -46,7 +48,10 @@ BACKEND_LABELS = {
     "postgres": "DatabaseSessionService postgresql+asyncpg",
     "redis": "RedisSessionService (adk.integrations.redis)",
 }
-ALL_BACKENDS = tuple(BACKEND_LABELS)
+#: The stores this google-adk has: ADK's Redis service exists from 2.9.
+ALL_BACKENDS = tuple(
+    name for name in BACKEND_LABELS if name != "redis" or has_adk_redis_session_service()
+)
 
 BulkSeed = Callable[[Session, list[Event]], Awaitable[None]]
 
@@ -184,7 +189,7 @@ async def open_backend(name: str, *, pg_database: str) -> AsyncIterator[Backend]
             try:
                 yield Backend(name, service, bulk)
             finally:
-                await service.close()
+                await close_session_service(service)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return
@@ -199,7 +204,7 @@ async def open_backend(name: str, *, pg_database: str) -> AsyncIterator[Backend]
         try:
             yield Backend(name, service, _database_bulk_seed(service))
         finally:
-            await service.close()
+            await close_session_service(service)
             await _pg_admin(f'DROP DATABASE IF EXISTS "{pg_database}" WITH (FORCE)')
         return
     if name == "redis":

@@ -47,6 +47,7 @@ from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.genai import types
 
 from adk_pairing import analyze
+from adk_pairing.adk_compat import close_session_service
 
 HOST, PORT, USER = "127.0.0.1", 5432, "postgres"
 BATCH_SESSIONS = 500
@@ -126,7 +127,7 @@ async def write_templates(database: str, app: str, events: int) -> dict[str, str
             ids[ending] = session.id
         return ids
     finally:
-        await service.close()
+        await close_session_service(service)
 
 
 def _rewrite_ids(data: Any, mapping: dict[str, str]) -> Any:
@@ -251,7 +252,7 @@ async def verify(database: str, app: str, events: int) -> None:
             )
         assert statuses == ["missing", "pending", "healthy"], statuses
     finally:
-        await service.close()
+        await close_session_service(service)
 
 
 class LatencyProxy:
@@ -321,6 +322,7 @@ async def time_scan(
         started = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
             str(script), "scan", url, "--app", app, "--json", "--concurrency", str(concurrency),
+            "--reader", "get-session",  # concurrency is the get_session path's knob
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
@@ -470,7 +472,7 @@ def main() -> None:
                 and report["sessions_with_pending"] == expected["pending_sessions"]
             )
             print(
-                f"adk-pairing scan --concurrency {concurrency}"
+                f"adk-pairing scan --reader get-session --concurrency {concurrency}"
                 f"{f' (+{args.latency_ms:g} ms each way)' if args.latency_ms else ''}: "
                 f"{elapsed:.1f} s wall "
                 f"({report['elapsed_seconds']:.1f} s scanning), "

@@ -29,9 +29,11 @@ The rules, which hold on every list this module returns:
 
 1. every function call in a model content is answered by the leading
    ``function_response`` parts of the content right after it, one each, in call
-   order; a call nothing answers gets the view's placeholder
-   (`adk_pairing.repair.placeholder_part`), *pending* when ADK holds the call
-   open and *missing* otherwise, exactly as in the view;
+   order, under the call's function name (Gemini pairs by name; a result that
+   answers a call by id under another name is renamed); a call nothing
+   answers gets the view's placeholder (`adk_pairing.repair.placeholder_part`),
+   *pending* when ADK holds the call open and *missing* otherwise, exactly as
+   in the view;
 2. no ``function_response`` appears anywhere else: one that answers nothing is
    dropped (as ADK's own ``drop_orphaned_function_responses`` does), one that
    answers an earlier call is moved to that call's answer;
@@ -90,6 +92,9 @@ class ContentRule(enum.StrEnum):
     PLACEHOLDER = "placeholder"
     #: A real result was moved to the content right after its call.
     MOVED_RESPONSE = "moved_response"
+    #: A result answered its call by id under another function name; it now
+    #: carries the call's name (Gemini pairs by name too).
+    RESPONSE_NAME = "response_name"
     #: A result that answers no call was dropped.
     ORPHAN_RESPONSE = "orphan_response"
     #: A call reused an id already used in the request; it and its result were renamed.
@@ -137,10 +142,6 @@ class RepairedContents:
     def notable(self) -> list[ContentRepair]:
         """The repairs beyond merging: the ones worth a warning."""
         return [repair for repair in self.repairs if repair.rule not in QUIET_RULES]
-
-
-def is_model_role(role: str | None) -> bool:
-    return role in MODEL_ROLES
 
 
 def _call_key(call_id: str | None, name: str | None) -> str:
@@ -265,10 +266,12 @@ def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -
         if response is None or part.text:
             return False
         call = awaiting[position]
+        if (response.name or "") != (call.name or ""):
+            return False
         if call.id:
             if response.id != call.id:
                 return False
-        elif response.id or (response.name or "") != (call.name or ""):
+        elif response.id:
             return False
     return True
 
@@ -433,12 +436,18 @@ def _with_call_id(part: types.Part, call_id: str) -> types.Part:
     return part.model_copy(update={"function_call": call.model_copy(update={"id": call_id})})
 
 
-def _with_response_id(part: types.Part, call_id: str) -> types.Part:
+def _as_answer_to(part: types.Part, call_id: str | None, name: str) -> types.Part:
+    """`part`'s result carrying `call_id` and `name`: a copy when either differs."""
     response = part.function_response
     assert response is not None
-    return part.model_copy(
-        update={"function_response": response.model_copy(update={"id": call_id})}
-    )
+    update: dict[str, str | None] = {}
+    if (response.id or None) != (call_id or None):
+        update["id"] = call_id
+    if (response.name or "") != name:
+        update["name"] = name
+    if not update:
+        return part
+    return part.model_copy(update={"function_response": response.model_copy(update=update)})
 
 
 class _Output:
@@ -621,10 +630,10 @@ def _repair_segments(
                 repairs.append(ContentRepair(ContentRule.PLACEHOLDER, call_id or call.name, status))
                 continue
             turn_index, part_index = where
-            part = turns[turn_index].parts[part_index]
-            if call_id != call.call_id:
-                assert call_id is not None
-                part = _with_response_id(part, call_id)
+            original = turns[turn_index].parts[part_index]
+            part = _as_answer_to(original, call_id, call.name)
+            if (original.function_response.name or "") != call.name:  # type: ignore[union-attr]
+                repairs.append(ContentRepair(ContentRule.RESPONSE_NAME, call_id or call.name))
             if turns[turn_index].is_model or model_run[turn_index] != model_run[call.event_index]:
                 repairs.append(ContentRepair(ContentRule.MOVED_RESPONSE, call_id or call.name))
             placed.append(part)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from adk_pairing.checks import RULES
+from tests.adk_features import HAS_ADK_REDIS, requires
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, REDIS_URL, require_server
 
 from .support.backends import (
@@ -29,7 +30,10 @@ from .support.scripted_model import REQUEST_LOG, SETUPS, VIEW_AND_PLUGIN
 
 _MARKS = {
     "db-postgres": [pytest.mark.postgres],
-    "redis-adk": [pytest.mark.redis],
+    "redis-adk": [
+        pytest.mark.redis,
+        requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)"),
+    ],
     "redis-community": [pytest.mark.redis],
 }
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from adk_pairing import CallStatus, is_synthetic
+from tests.adk_features import HAS_ABORT_SIGNAL, requires
 
 from .conftest import make_spec
 from .support.backends import Backend
@@ -60,11 +61,14 @@ async def _wait_for_stored_call(harness: Harness, session_id: str) -> None:
 
 async def _end_turn(harness: Harness, session_id: str, how: str) -> None:
     abort_signal = asyncio.Event()
+    # run_async takes abort_signal from google-adk 2.11; before, a run is only
+    # ever ended by cancelling or closing its stream.
+    extra = {"abort_signal": abort_signal} if HAS_ABORT_SIGNAL else {}
     stream = harness.runner.run_async(
         user_id=USER_ID,
         session_id=session_id,
         new_message=user_text("slow thing"),
-        abort_signal=abort_signal,
+        **extra,
     )
     if how == "break":
         async with contextlib.aclosing(stream) as events:
@@ -103,6 +107,7 @@ async def test_cancelling_or_closing_the_stream_early_leaves_the_call_unanswered
     assert placeholder_ids(harness.script.last, CallStatus.MISSING.value) == ["call_1"]
 
 
+@requires(HAS_ABORT_SIGNAL, "Runner.run_async(abort_signal=...) (added in 2.11)")
 @pytest.mark.parametrize("how", ["abort_signal", "abort_signal+cancel"])
 async def test_a_set_abort_signal_makes_adk_seal_the_call_so_the_view_adds_nothing(
     memory_backend: Backend, how: str

@@ -33,6 +33,7 @@ from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.exc import OperationalError
 
 from adk_pairing import PairingSessionService
+from adk_pairing.adk_compat import close_session_service
 
 APP, USER, SESSION = "app", "user", "session"
 #: A short busy timeout, so a locked write fails in a fifth of a second, not five.
@@ -117,7 +118,7 @@ async def test_guard_a_read_cancelled_mid_query_locks_sqlite_until_garbage_colle
         gc.collect()
         await _append_next(store, 11)
     finally:
-        await store.close()
+        await close_session_service(store)
 
 
 async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_read(
@@ -139,4 +140,4 @@ async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_re
         stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
         assert [e.invocation_id for e in stored.events][-1] == "inv-10"
     finally:
-        await store.close()
+        await close_session_service(store)

@@ -16,12 +16,17 @@ from pathlib import Path
 import pytest
 
 from adk_pairing.cli._demo_agent import APP_NAME, CALL_ID, USER_ID
+from tests.adk_features import ADK_VERSION, adk_drops_unanswered_calls
 
 SCRIPT = Path(sys.executable).with_name("adk-pairing")
 DEMO_TIMEOUT = 180
 
 
-def test_demo_json_shows_adk_dropping_the_call_and_the_repair_passing(tmp_path: Path) -> None:
+#: What plain ADK does with the interrupted call on the installed version.
+ADK_DROPS_THE_CALL = adk_drops_unanswered_calls()
+
+
+def test_demo_json_shows_what_plain_adk_does_and_the_repair_passing(tmp_path: Path) -> None:
     db = tmp_path / "kept.db"
     done = subprocess.run(
         [str(SCRIPT), "demo", "--json", "--db", str(db)],
@@ -32,7 +37,7 @@ def test_demo_json_shows_adk_dropping_the_call_and_the_repair_passing(tmp_path: 
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["ok"] is True
-    assert report["adk_version"].startswith("2.")
+    assert report["adk_version"] == ADK_VERSION
     assert [(c["id"], c["passed"]) for c in report["checks"]] == [
         ("turn_interrupted", True),
         ("unprotected_turn_fails", True),
@@ -47,15 +52,23 @@ def test_demo_json_shows_adk_dropping_the_call_and_the_repair_passing(tmp_path: 
     assert interrupted["tool_was_running"]
     assert interrupted["missing_calls"] == [{"id": CALL_ID, "name": "issue_refund"}]
 
-    # ADK 2.13 removes the unanswered call from the request and only logs it.
     unwrapped = report["unwrapped"]
-    assert unwrapped["behaviour"] == "dropped"
-    assert unwrapped["call_in_request"] is False
-    assert unwrapped["adk_warning"] == (
-        f"Dropping function calls with no matching function response: ['{CALL_ID}']"
-    )
-    assert unwrapped["request_violations"] == []
     assert len(unwrapped["history_as_stored_violations"]) == 1
+    if ADK_DROPS_THE_CALL:
+        # google-adk >= 2.10 removes the unanswered call from the request and only logs it.
+        assert unwrapped["behaviour"] == unwrapped["expected_behaviour"] == "dropped"
+        assert unwrapped["call_in_request"] is False
+        assert unwrapped["adk_warning"] == (
+            f"Dropping function calls with no matching function response: ['{CALL_ID}']"
+        )
+        assert unwrapped["request_violations"] == []
+    else:
+        # Before, ADK sends it as stored: Anthropic rejects the request.
+        assert unwrapped["behaviour"] == unwrapped["expected_behaviour"] == "sent_unpaired"
+        assert unwrapped["call_in_request"] is True
+        assert unwrapped["adk_warning"] is None
+        assert len(unwrapped["request_violations"]) == 1
+        assert CALL_ID in unwrapped["request_violations"][0]
 
     paired = report["paired"]
     assert paired["call_in_request"] is True
@@ -67,14 +80,18 @@ def test_demo_json_shows_adk_dropping_the_call_and_the_repair_passing(tmp_path: 
     assert paired["store_still_shows_call_missing"] is True
 
     # --db keeps the store: the interrupted session is really there, unrepaired.
+    # (Every column as text: google-adk 1.20's schema has no event_data column.)
     with sqlite3.connect(db) as connection:
-        rows = connection.execute(
-            "SELECT event_data FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?",
-            (APP_NAME, USER_ID, report["session_id"]),
-        ).fetchall()
+        rows = [
+            repr(row)
+            for row in connection.execute(
+                "SELECT * FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?",
+                (APP_NAME, USER_ID, report["session_id"]),
+            )
+        ]
     assert len(rows) == 4
-    assert sum(CALL_ID in data for (data,) in rows) == 1  # the call; no response, no synthetic
-    assert not any("adk_pairing" in data for (data,) in rows)
+    assert sum(CALL_ID in row for row in rows) == 1  # the call; no response, no synthetic
+    assert not any("adk_pairing" in row for row in rows)
 
 
 def test_demo_text_fits_a_screen_and_says_what_happened(tmp_path: Path) -> None:
@@ -90,8 +107,12 @@ def test_demo_text_fits_a_screen_and_says_what_happened(tmp_path: Path) -> None:
     assert len(lines) <= 30
     out = done.stdout
     assert "→ SIGKILL → exit -9" in out
-    assert "dropped the call from the request" in out
-    assert "Dropping function calls with no matching function response" in out
+    if ADK_DROPS_THE_CALL:
+        assert f"ADK {ADK_VERSION} dropped the call from the request" in out
+        assert "Dropping function calls with no matching function response" in out
+    else:
+        assert f"ADK {ADK_VERSION} sent the unanswered call; Anthropic would reject" in out
+        assert "Dropping function calls" not in out
     assert "request passes Anthropic's pairing rule" in out
     assert "synthetic result, status 'missing'" in out
     assert "byte-for-byte unchanged" in out
@@ -118,3 +139,25 @@ def test_demo_exits_1_when_the_repair_is_missing(monkeypatch: pytest.MonkeyPatch
     failed = {c["id"] for c in report["checks"] if not c["passed"]}
     assert failed == {"repaired_request_valid", "synthetic_result_seen"}
     assert report["ok"] is False
+
+
+def test_demo_fails_when_adk_does_not_do_what_the_demo_says_it_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The demo names what this ADK does with the call only after observing it.
+
+    The feature check is inverted (a deliberate break): the demo must then
+    report its step 2 as failed rather than describe another version's failure.
+    """
+    from typer.testing import CliRunner
+
+    from adk_pairing.cli import _demo as demo_module
+    from adk_pairing.cli import app
+
+    monkeypatch.setattr(demo_module, "adk_drops_unanswered_calls", lambda: not ADK_DROPS_THE_CALL)
+    result = CliRunner().invoke(app, ["demo", "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    failed = {c["id"]: c["detail"] for c in report["checks"] if not c["passed"]}
+    assert list(failed) == ["unprotected_turn_fails"]
+    assert "expected on this ADK" in failed["unprotected_turn_fails"]

@@ -18,7 +18,9 @@ import pytest
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from typer.testing import CliRunner
 
+from adk_pairing.adk_compat import close_session_service
 from adk_pairing.cli import app
+from tests.adk_features import HAS_ADK_REDIS, requires
 from tests.conftest import PG_HOST, PG_PORT, require_server
 
 runner = CliRunner()
@@ -48,7 +50,7 @@ def sqlite_store(tmp_path: Path) -> str:
         try:
             await service.create_session(app_name="shop", user_id="alice", session_id="known")
         finally:
-            await service.close()
+            await close_session_service(service)
 
     asyncio.run(create())
     return uri
@@ -91,6 +93,7 @@ def test_unreachable_postgres_says_cannot_connect_and_masks_password() -> None:
     assert_one_line_error(result, "cannot connect to", "postgres:***@127.0.0.1:1", "Is the server")
 
 
+@requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)")
 def test_unreachable_redis_says_cannot_connect_and_masks_password() -> None:
     result = runner.invoke(app, ["scan", f"redis://:{SECRET}@127.0.0.1:1/0", "--app", "a"])
     assert_one_line_error(result, "cannot connect to", "redis://:***@127.0.0.1:1/0")

@@ -10,6 +10,8 @@ because writing a summary would need a real model.
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.apps.app import App
@@ -20,6 +22,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingSessionService, is_synthetic
+from tests.adk_features import COMPACTION_COVERS_MORE_THROUGH_THE_VIEW, known_gap
 
 from .support.backends import Backend
 
@@ -70,10 +73,12 @@ def app_with(summarizer: RecordingSummarizer, interval: int) -> App:
 
 async def compaction_ranges(service: object, session: object, interval: int) -> list[list[Event]]:
     summarizer = RecordingSummarizer()
-    async for _ in _run_compaction_for_sliding_window(
-        app_with(summarizer, interval), session, service
-    ):
-        pass
+    run = _run_compaction_for_sliding_window(app_with(summarizer, interval), session, service)
+    if inspect.isasyncgen(run):  # google-adk >= 2.x yields the compaction events
+        async for _ in run:
+            pass
+    else:  # before, a coroutine appends them itself
+        await run
     return summarizer.ranges
 
 
@@ -119,6 +124,11 @@ async def test_interrupted_session_does_not_reach_the_compaction_interval_early(
     assert await compaction_ranges(wrapped, view, interval=2) != []
 
 
+@known_gap(
+    COMPACTION_COVERS_MORE_THROUGH_THE_VIEW,
+    "sliding-window compaction covers more stored events through the view than "
+    "unwrapped (1.39-2.11; issue 11 items 2-3, the view)",
+)
 async def test_compaction_covers_the_same_stored_events_through_the_view(
     backend: Backend,
 ) -> None:

@@ -15,6 +15,11 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import CallStatus, analyze
+from tests.adk_features import (
+    BUILDER_CAN_PRESERVE_CALL_IDS,
+    BUILDER_PAIRS_REUSED_IDS_BY_LATEST,
+    known_gap,
+)
 
 from .support.backends import Backend
 from .support.scenario import (
@@ -171,7 +176,10 @@ async def test_model_calls_without_ids_are_stored_with_adk_ids_and_repaired_by_t
     assert all(i and i.startswith("adk-") for i in stored_ids)
     assert_every_request_valid(harness.script)
     last = harness.script.last
-    expected_ids = stored_ids if model == "claude" else [None, None]
+    # google-adk 1.20's request builder strips adk- ids for every model (it has
+    # no preserve_function_call_ids); the request is valid either way.
+    keeps_ids = model == "claude" and BUILDER_CAN_PRESERVE_CALL_IDS
+    expected_ids = stored_ids if keeps_ids else [None, None]
     assert [c.id for c in last.function_calls] == expected_ids
     assert placeholder_ids(last, CallStatus.MISSING.value) == [expected_ids[1]]
 
@@ -211,6 +219,11 @@ async def test_stored_calls_without_ids_are_answered_by_name(backend: Backend) -
     assert [(p.id, p.name) for p in placeholders] == [(None, "lookup")]
 
 
+@known_gap(
+    BUILDER_PAIRS_REUSED_IDS_BY_LATEST,
+    "ADK's request builder indexes results by call id, so the earlier call_1 is sent "
+    "with the view's placeholder instead of its real result (<= 2.6; issue 11 items 2-3)",
+)
 async def test_reused_call_id_interrupted_in_a_later_turn_is_answered_in_that_turn(
     backend: Backend,
 ) -> None:

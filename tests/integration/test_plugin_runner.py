@@ -3,8 +3,8 @@
 The model is `ScriptedClaude`, which records each request *as the model
 received it*, i.e. after every plugin, and checks it against Anthropic's rule
 with ADK's converter. On top of that every recorded request must satisfy the
-four rules of `adk_pairing.contents` (Anthropic, Gemini, OpenAI ids, strict
-alternation).
+four rules of `adk_pairing.checks` (Anthropic, OpenAI chat via LiteLlm,
+Gemini, strict alternation).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import pytest
 from google.genai import types
 
 from adk_pairing import CallStatus, PairingPlugin
-from adk_pairing.contents import satisfies_pairing_rules
+from adk_pairing.checks import request_violations
 
-from .support.backends import Backend
+from .conftest import backend_params
+from .support.backends import PERSISTENT_KINDS, Backend
 from .support.scenario import Harness, assert_every_request_valid, placeholder_ids
 from .support.scripted_model import (
     Script,
@@ -29,11 +30,20 @@ from .support.scripted_model import (
 
 
 def assert_every_request_satisfies_all_rules(script: Script) -> None:
+    """All four rules of `adk_pairing.checks`, on ADK's and LiteLlm's conversions."""
     assert_every_request_valid(script)
     for number, request in enumerate(script.requests):
-        assert satisfies_pairing_rules(request.contents, fill_missing_ids=True), (
-            f"request {number} breaks a pairing rule: {request.contents}"
-        )
+        found = {rule: v for rule, v in request_violations(request.contents).items() if v}
+        assert not found, f"request {number} breaks {found}"
+
+
+def adk_drops_unanswered_calls() -> bool:
+    """Whether ADK's request builder drops a call nothing answers (google-adk >= 2.10)."""
+    try:
+        from google.adk.flows.llm_flows.tools import _rearranger
+    except ImportError:
+        return False
+    return hasattr(_rearranger, "drop_orphaned_function_calls")
 
 
 def plugin_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -71,6 +81,35 @@ async def test_plugin_alone_answers_a_pending_call_followed_by_user_text(
     assert "placeholder(pending) job_1" in warnings[0]
     assert session_id in warnings[0]
     assert "secret-report" not in caplog.text  # never a payload
+
+
+# The persistent stores only: on google-adk 2.13 `Harness.interrupted_turn`
+# over an *unwrapped* InMemorySessionService times out waiting for the call
+# to be stored and running (with the decorator it does not); not a plugin
+# matter, and the claim is the same on every store.
+@pytest.mark.parametrize("backend_spec", backend_params(PERSISTENT_KINDS), indirect=True)
+async def test_plugin_alone_sees_an_interrupted_call_only_where_adk_still_sends_it(
+    backend: Backend,
+) -> None:
+    # Why README recommends the view too: from google-adk 2.10 the request
+    # builder drops a call nothing answers before any plugin runs.
+    harness = Harness.build(
+        backend,
+        wrapped=False,
+        plugins=[PairingPlugin()],
+        steps=[calls(call("hang", {"reason": "slow"}, id="call_1")), text("Sorry.")],
+    )
+    session_id = await harness.new_session()
+    await harness.interrupted_turn(session_id, "do the slow thing")
+    await harness.turn(session_id, "are you still there?")
+
+    assert_every_request_satisfies_all_rules(harness.script)
+    last = harness.script.last
+    if adk_drops_unanswered_calls():
+        assert [c.id for c in last.function_calls] == []
+        assert placeholder_ids(last, CallStatus.MISSING.value) == []
+    else:
+        assert placeholder_ids(last, CallStatus.MISSING.value) == ["call_1"]
 
 
 async def test_plugin_alone_leaves_the_request_untouched_when_it_is_already_valid(

@@ -356,3 +356,19 @@ async def test_pairing_plugin_coexists_with_adk_tool_call_integrity_plugin(
     harness = await play(backend, name, VIEW_AND_PLUGIN, extra_plugins=(integrity,))
     assert_every_rule_holds(harness.script)
     assert not harness.script.steps
+    # ADK's plugin was at work: it stamped the stored calls (and let the tools run).
+    session_id = await _only_session(harness)
+    stamped = [
+        e
+        for e in await harness.stored_events(session_id)
+        if any(k.endswith("fc_hmac") for k in (e.custom_metadata or {}))
+    ]
+    assert stamped, "ToolCallIntegrityPlugin stamped no call"
+
+
+async def _only_session(harness: Harness) -> str:
+    listed = await harness.backend.service.list_sessions(
+        app_name=harness.backend.app_name, user_id=USER_ID
+    )
+    (session,) = listed.sessions
+    return session.id

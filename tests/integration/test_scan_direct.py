@@ -113,12 +113,34 @@ class Seeded:
     session_ids: dict[str, str] = field(default_factory=dict)
 
 
+def _ties_are_ordered(service: BaseSessionService) -> bool:
+    """Whether the installed service orders events with equal timestamps at all.
+
+    Before 2.9 both SQL services sort on the timestamp alone, so the order of
+    a tie is the database's choice and may differ between two reads of ADK's
+    own; such a session cannot be compared.
+    """
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    from adk_pairing.cli._direct import DATABASE_TIE_BREAKS, SQLITE_TIE_BREAKS, tie_break
+
+    if isinstance(service, SqliteSessionService):
+        return tie_break(SqliteSessionService, SQLITE_TIE_BREAKS) is not None
+    if isinstance(service, DatabaseSessionService):
+        return tie_break(DatabaseSessionService, DATABASE_TIE_BREAKS) is not None
+    return True  # Redis: a session's events are one stored list
+
+
 async def _seed(service: BaseSessionService, apps: list[str], suffix: str) -> dict[str, str]:
     ids: dict[str, str] = {}
     base = time.time() - 600
+    sessions = plan(base)
+    if not _ties_are_ordered(service):
+        del sessions["tied"]
     try:
         for app_name in apps:
-            for name, events in plan(base).items():
+            for name, events in sessions.items():
                 session_id = f"{name}-{suffix}-{app_name}"
                 ids[f"{app_name}/{name}"] = session_id
                 session = await service.create_session(
@@ -347,9 +369,11 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         "counts": {key: report[key] for key in keys},
+        # Unreadable sessions are compared apart (Redis listings drop them).
         "per_app": {
             app: {k: v for k, v in counts.items() if k != "unreadable_sessions"}
             for app, counts in report["per_app"].items()
+            if counts["sessions_scanned"]
         },
         "findings": sorted(
             (f["app"], f["user"], f["session"], f["call_id"], f["status"])
@@ -391,7 +415,7 @@ def test_direct_and_get_session_readers_agree_on_every_count(seeded: Seeded) -> 
     # Per app: healthy, rewound, tied (on its service's order), empty / missing, pending.
     for app_name in seeded.apps:
         counts = direct["per_app"][app_name]
-        assert counts["sessions_scanned"] == 6
+        assert counts["sessions_scanned"] == (6 if f"{app_name}/tied" in seeded.session_ids else 5)
         assert counts["sessions_with_pending"] == 1 and counts["pending_calls"] == 1
         assert counts["unreadable_sessions"] == 1
     found = {(f["session"].split("-")[0], f["call_id"]) for f in direct["findings"]}
@@ -416,6 +440,15 @@ def test_scan_without_app_covers_every_app_with_per_app_counts(seeded: Seeded) -
         assert per_app["sessions_scanned"] == by_one["sessions_scanned"]
         assert per_app["missing_calls"] == by_one["missing_calls"]
         assert per_app["pending_calls"] == by_one["pending_calls"]
+    if not seeded.requires_user:
+        # The get_session path without --app takes the app names from the layout too.
+        slow = scan(seeded, "--reader", "get-session")
+        assert slow["reader"] == "get_session" and set(seeded.apps) <= set(slow["apps"])
+        for app_name in seeded.apps:
+            assert (
+                slow["per_app"][app_name]["missing_calls"]
+                == (report["per_app"][app_name]["missing_calls"])
+            )
 
 
 def test_since_and_until_select_sessions_by_update_time(seeded: Seeded) -> None:
@@ -468,3 +501,89 @@ def test_an_unknown_schema_version_falls_back_to_get_session_and_says_so(tmp_pat
     assert "'7' is unknown" in report["fallback_reason"]
     refused = runner.invoke(cli_app, ["scan", seeded.uri, *scope, "--reader", "direct"])
     assert refused.exit_code == 2 and "cannot read this store directly" in refused.stderr
+
+
+@pytest.mark.postgres
+def test_benchmark_compares_both_readers_on_a_small_seed() -> None:
+    """benchmarks/seed_scan.py --compare-readers at smoke size: both readers, same counts."""
+    import subprocess
+    import sys
+
+    require_server("PostgreSQL", "127.0.0.1", 5432)
+    database = f"adk_pairing_scan_smoke_{uuid.uuid4().hex[:8]}"
+    script = Path(__file__).parents[2] / "benchmarks" / "seed_scan.py"
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script), "--db", database, "--sessions", "40", "--events", "10",
+             "--users", "4", "--missing-every", "5", "--pending-every", "7",
+             "--compare-readers", "1"],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    finally:
+        asyncio.run(_drop_database(database))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert sum("counts match the seed" in line for line in lines) == 2, done.stdout
+    assert "read by direct: DatabaseSessionService schema 1" in done.stdout
+    assert "read by get_session" in done.stdout
+    assert any(line.startswith("best of 1: direct ") and "x CPU" in line for line in lines)
+
+
+async def _drop_database(name: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(host="127.0.0.1", user="postgres", database="postgres")
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
+async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A timeout no rebuild can meet: every session with events is reported, none counted."""
+    from adk_pairing.cli._scan import ReaderChoice, ScanOptions, scan_store
+    from adk_pairing.cli._store import open_read_only
+
+    seeded = await asyncio.to_thread(_db_sqlite_store, tmp_path)
+    store = open_read_only(seeded.uri)
+    try:
+        options = ScanOptions(apps=seeded.apps, reader=ReaderChoice.DIRECT, batch_size=2)
+        result = await scan_store(store, ScanOptions(**{**vars(options), "timeout": 1e-9}))
+        untimed = await scan_store(store, options)
+    finally:
+        await store.close()
+    timed_out = [u for u in result.unreadable if u["error"] == "timed out after 1e-09 s"]
+    empty = len(seeded.apps)  # one session without events per app: rebuilt in no time
+    assert result.sessions_scanned == result.healthy_sessions == empty
+    assert len(timed_out) == untimed.sessions_scanned - empty > 0
+    # The malformed sessions still fail on their own error, before any clock is read.
+    assert len(result.unreadable) - len(timed_out) == len(untimed.unreadable) == len(seeded.apps)
+
+
+def test_direct_reader_never_calls_the_services_get_session_or_list_sessions(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    classes: list[type] = [DatabaseSessionService, SqliteSessionService]
+    for module in (
+        "google.adk.integrations.redis",
+        "google.adk_community.sessions.redis_session_service",
+    ):
+        try:
+            classes.append(__import__(module, fromlist=["RedisSessionService"]).RedisSessionService)
+        except ImportError:
+            continue
+
+    async def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the direct reader called the service")
+
+    for cls in classes:
+        monkeypatch.setattr(cls, "get_session", refuse)
+        monkeypatch.setattr(cls, "list_sessions", refuse)
+    report = scan(seeded, *[a for name in seeded.apps for a in ("--app", name)])
+    assert report["reader"].startswith("direct: ")
+    assert report["sessions_scanned"] > 0

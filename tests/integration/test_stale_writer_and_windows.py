@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 from google.adk.agents.run_config import RunConfig
-from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.genai import types
 
 from adk_pairing import CallStatus, PairingSessionService, analyze, is_synthetic
+from tests.adk_features import STALE_WRITER_ERROR, requires
 
 from .support.backends import Backend
 from .support.scenario import (
@@ -75,7 +75,7 @@ async def test_stale_view_append_raises_exactly_what_the_unwrapped_service_raise
     assert wrapped == unwrapped
     error, untouched, stored_count = wrapped
     if backend.detects_stale_writers:
-        assert error is StaleSessionError
+        assert error is STALE_WRITER_ERROR
         assert untouched, "a rejected append must leave the stale view as it was"
         assert stored_count == 3
     elif backend.loses_concurrent_writes:
@@ -134,6 +134,9 @@ async def test_every_event_window_of_a_repaired_session_is_a_paired_view(
     assert placeholders_seen > 0, "no window contained an open call: the test proves nothing"
 
 
+@requires(
+    "get_session_config" in RunConfig.model_fields, "RunConfig.get_session_config (a Runner window)"
+)
 @pytest.mark.parametrize("num_recent_events", [3, 7])
 async def test_runner_with_a_session_window_sends_valid_requests(
     backend: Backend, num_recent_events: int

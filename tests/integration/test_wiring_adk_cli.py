@@ -1,7 +1,8 @@
 """ADK's own CLI serves ``pairing+postgresql+asyncpg://`` sessions: a real ``adk api_server``.
 
 Each test starts ``.venv/bin/adk api_server`` as a subprocess on a free
-loopback port, with a copy of ``examples/agents/pairing_demo`` (whose model
+loopback port, on a copy of the agents root ``examples/agents`` holding
+``pairing_demo`` (whose model
 raises on any request that breaks Anthropic's pairing rule and otherwise
 reports the calls and results it received). The command line is the README's
 ``adk-api-server`` snippet with the URI pointed at this test session's
@@ -49,6 +50,7 @@ from .wiring_support import (
 pytestmark = pytest.mark.postgres
 
 ADK = Path(sys.executable).with_name("adk")
+IGNORED = shutil.ignore_patterns("__pycache__", ".adk")
 READY_TIMEOUT = 90.0
 
 
@@ -58,16 +60,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def readme_api_server_args(session_service_uri: str, agent_dir: Path) -> list[str]:
-    """The README's ``adk api_server`` command, aimed at this test's store and agent copy."""
+def readme_api_server_args(session_service_uri: str, agents_root: Path) -> list[str]:
+    """The README's ``adk api_server`` command, aimed at this test's store and agents copy."""
     argv = shlex.split(readme_snippet("adk-api-server"))
     assert argv[:2] == ["adk", "api_server"]
     uri_at = argv.index("--session_service_uri") + 1
     assert argv[uri_at].startswith("pairing+postgresql+asyncpg://")
     argv[uri_at] = session_service_uri
     assert argv[argv.index("--extra_plugins") + 1] == "adk_pairing.PairingPlugin"
-    assert argv[-1] == "examples/agents/pairing_demo"
-    argv[-1] = str(agent_dir)
+    assert argv[-1] == "examples/agents"
+    argv[-1] = str(agents_root)
     return [str(ADK), *argv[1:]]
 
 
@@ -77,7 +79,7 @@ def _log_tail(log: Path, lines: int = 40) -> str:
 
 @contextlib.contextmanager
 def api_server(argv: list[str], workdir: Path) -> Iterator[str]:
-    """Runs ``adk api_server`` until it answers /health; yields its base URL; kills it."""
+    """Runs ``adk api_server`` until it answers /list-apps; yields its base URL; kills it."""
     port = free_port()
     log = workdir / "api_server.log"
     command = [*argv, "--host", "127.0.0.1", "--port", str(port), "--no-reload"]
@@ -93,7 +95,8 @@ def api_server(argv: list[str], workdir: Path) -> Iterator[str]:
             if process.poll() is not None:
                 pytest.fail(f"adk api_server exited with {process.returncode}:\n{_log_tail(log)}")
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{base_url}/health", timeout=1.0).status_code == 200:
+                # /list-apps exists on every version; /health only from google-adk 2.x.
+                if httpx.get(f"{base_url}/list-apps", timeout=1.0).status_code == 200:
                     break
             if time.monotonic() > deadline:
                 pytest.fail(f"adk api_server not ready in {READY_TIMEOUT}s:\n{_log_tail(log)}")
@@ -108,10 +111,12 @@ def api_server(argv: list[str], workdir: Path) -> Iterator[str]:
             process.wait(timeout=10)
 
 
-def agent_copy(tmp_path: Path) -> Path:
-    """The example agent directory, copied so the server writes nothing into the repo."""
-    target = tmp_path / "agents" / DEMO_AGENT.name
-    shutil.copytree(DEMO_AGENT, target, ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+def agents_copy(tmp_path: Path) -> Path:
+    """The example agents root (the agent and services.yaml), copied so the server
+    writes nothing into the repo."""
+    target = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENT, target / DEMO_AGENT.name, ignore=IGNORED)
+    shutil.copy(DEMO_AGENT.parent / "services.yaml", target / "services.yaml")
     return target
 
 
@@ -152,10 +157,10 @@ async def run_interrupted_session_through(base_url: str, postgres_url: str) -> d
 async def test_adk_api_server_with_services_yaml_repairs_interrupted_postgres_session(
     tmp_path, postgres_url
 ):
-    agent_dir = agent_copy(tmp_path)
+    agents_root = agents_copy(tmp_path)
     # The README shows exactly the file the example ships.
-    assert (agent_dir / "services.yaml").read_text() == readme_snippet("services.yaml")
-    argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
+    assert (agents_root / "services.yaml").read_text() == readme_snippet("services.yaml")
+    argv = readme_api_server_args("pairing+" + postgres_url, agents_root)
 
     with api_server(argv, tmp_path) as base_url:
         await run_interrupted_session_through(base_url, postgres_url)
@@ -164,10 +169,10 @@ async def test_adk_api_server_with_services_yaml_repairs_interrupted_postgres_se
 async def test_adk_api_server_with_readme_services_py_repairs_interrupted_postgres_session(
     tmp_path, postgres_url
 ):
-    agent_dir = agent_copy(tmp_path)
-    (agent_dir / "services.yaml").unlink()
-    (agent_dir / "services.py").write_text(readme_snippet("services.py"))
-    argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
+    agents_root = agents_copy(tmp_path)
+    (agents_root / "services.yaml").unlink()
+    (agents_root / "services.py").write_text(readme_snippet("services.py"))
+    argv = readme_api_server_args("pairing+" + postgres_url, agents_root)
 
     with api_server(argv, tmp_path) as base_url:
         placeholder = await run_interrupted_session_through(base_url, postgres_url)
@@ -180,9 +185,9 @@ async def test_adk_api_server_with_readme_services_py_repairs_interrupted_postgr
 
 def test_adk_api_server_without_registration_refuses_a_pairing_uri(tmp_path, postgres_url):
     """Why the registration is needed: ADK's fallback cannot load a pairing+ URL."""
-    agent_dir = agent_copy(tmp_path)
-    (agent_dir / "services.yaml").unlink()
-    argv = readme_api_server_args("pairing+" + postgres_url, agent_dir)
+    agents_root = agents_copy(tmp_path)
+    (agents_root / "services.yaml").unlink()
+    argv = readme_api_server_args("pairing+" + postgres_url, agents_root)
     log = tmp_path / "refused.log"
 
     with log.open("wb") as output:

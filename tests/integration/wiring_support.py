@@ -22,6 +22,7 @@ from google.adk.sessions import DatabaseSessionService
 from google.genai import types
 
 from adk_pairing import METADATA_KEY
+from adk_pairing.adk_compat import close_session_service
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -115,18 +116,22 @@ async def seed_interrupted_session(
             ),
         )
     finally:
-        await service.close()
+        await close_session_service(service)
     return seeded
 
 
 async def raw_event_rows(postgres_url: str, seeded: SeededSession) -> list[tuple[str, str]]:
-    """(id, event_data as stored) of every row of the session, oldest first."""
+    """(id, the whole row as stored) of every row of the session, oldest first.
+
+    The whole row as text, not ``event_data``: google-adk 1.20's schema stores an
+    event in columns of its own.
+    """
     import asyncpg
 
     connection = await asyncpg.connect(asyncpg_dsn(postgres_url))
     try:
         rows = await connection.fetch(
-            "SELECT id, event_data::text AS data FROM events "
+            "SELECT id, events::text AS data FROM events "
             "WHERE app_name = $1 AND user_id = $2 AND session_id = $3 "
             "ORDER BY timestamp, id",
             seeded.app_name,

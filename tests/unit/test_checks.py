@@ -8,8 +8,14 @@ must give the verdicts below on every supported version.
 
 from __future__ import annotations
 
-from google.genai import types
+from collections.abc import Callable
 
+import pytest
+from google.genai import types
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adk_pairing import checks
 from adk_pairing.checks import (
     RULES,
     anthropic_pairing_violations,
@@ -295,3 +301,58 @@ def test_strict_alternation_ignores_turns_the_converter_drops() -> None:
     assert strict_alternation_violations(contents) == [
         "messages 0 and 1: two consecutive 'user' messages"
     ]
+
+
+# -- the Anthropic verdict does not depend on the installed ADK ---------------------
+
+_IDS = st.sampled_from([None, "", "c1", "c2", "c3", "bad.id"])
+_NAMES = st.sampled_from(["a", "b"])
+_MODEL_PART = st.one_of(
+    st.builds(text, st.sampled_from(["ok", "hm"])),
+    st.builds(call, _NAMES, _IDS),
+)
+_USER_PART = st.one_of(
+    st.builds(text, st.sampled_from(["q", "and?"])),
+    st.builds(response, _NAMES, _IDS),
+)
+_HISTORIES = st.lists(
+    st.one_of(
+        st.builds(user, _USER_PART, _USER_PART) | st.builds(user, _USER_PART),
+        st.builds(model, _MODEL_PART, _MODEL_PART) | st.builds(model, _MODEL_PART),
+    ),
+    min_size=1,
+    max_size=7,
+)
+
+
+def _plain_block(part: types.Part) -> dict:
+    """One block per part, ids exactly as the checker hands them over."""
+    if part.function_call:
+        return {"type": "tool_use", "id": part.function_call.id, "name": part.function_call.name}
+    if part.function_response:
+        return {"type": "tool_result", "tool_use_id": part.function_response.id}
+    return {"type": "text", "text": part.text}
+
+
+def _plain_converter() -> Callable[[types.Content], dict]:
+    def convert(content: types.Content) -> dict:
+        role = "user" if content.role == "user" else "assistant"
+        return {"role": role, "content": [_plain_block(p) for p in content.parts or ()]}
+
+    return convert
+
+
+@settings(max_examples=300, deadline=None)
+@given(_HISTORIES)
+def test_anthropic_verdict_is_the_one_of_a_converter_without_id_rewriting(
+    contents: list[types.Content],
+) -> None:
+    """Whatever ADK's converter does to ids (empty ids share ``toolu_fallback_0`` on
+    1.39.1 -> 2.9.2, pair with the oldest pending call on 2.10+, stay ``""`` on
+    1.20.0), the checker's findings equal those with a converter that keeps ids
+    as given: so they are the same on every installed google-adk."""
+    with_adk = anthropic_violations(contents)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(checks, "_anthropic_converter", _plain_converter)
+        plain = anthropic_violations(contents)
+    assert with_adk == plain

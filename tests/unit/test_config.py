@@ -14,6 +14,7 @@ from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 
 from adk_pairing import ConfigError, PairingSessionService, load_config, load_session_service
 from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
+from tests.adk_features import HAS_ADK_REDIS, requires
 
 SECRET = "Pa55-w0rd-xyz"
 
@@ -533,6 +534,7 @@ def test_bad_engine_option_is_a_config_error_naming_file_and_masking(tmp_path):
     assert SECRET not in message
 
 
+@requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)")
 def test_unbuildable_redis_option_is_a_config_error(tmp_path):
     path = write(
         tmp_path,

@@ -17,7 +17,6 @@ from google.adk.cli.service_registry import (
     get_service_registry,
 )
 from google.adk.cli.utils.service_factory import create_session_service_from_options
-from google.adk.integrations.redis import RedisSessionService
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
@@ -25,12 +24,14 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from adk_pairing import (
     PairingSessionService,
     create_session_service,
+    factory,
     mask_uri,
     register_pairing_schemes,
 )
 from adk_pairing.adk_services import SQLALCHEMY_ASYNC_SCHEMES
 from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
 from adk_pairing.factory import create_inner_session_service, mask_secrets
+from tests.adk_features import ADK_VERSION, HAS_ADK_REDIS, requires
 
 SECRET = "s3cr3t-Pa55"
 
@@ -181,7 +182,18 @@ def test_plain_and_pairing_uri_build_the_same_inner_service(tmp_path):
     assert str(plain.db_engine.url) == str(prefixed.db_engine.url)
 
 
+needs_adk_redis = requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)")
+
+
+def _adk_redis_session_service() -> type:
+    from google.adk.integrations.redis import RedisSessionService
+
+    return RedisSessionService
+
+
+@needs_adk_redis
 def test_redis_uri_builds_adk_redis_service_with_uri_and_options():
+    RedisSessionService = _adk_redis_session_service()
     service = create_inner_session_service(
         "pairing+redis://127.0.0.1:6379/3", key_prefix="myapp:", ttl_seconds=60, agents_dir="."
     )
@@ -192,12 +204,33 @@ def test_redis_uri_builds_adk_redis_service_with_uri_and_options():
     assert service.config.ttl_seconds == 60
 
 
+@needs_adk_redis
 def test_rediss_scheme_is_served_by_redis_service_too():
     service = create_inner_session_service(f"rediss://:{SECRET}@cache:6380/0")
 
-    assert isinstance(service, RedisSessionService)
+    assert isinstance(service, _adk_redis_session_service())
 
 
+def test_redis_uri_without_adks_redis_service_names_the_minimum_version_and_the_alternative(
+    monkeypatch,
+):
+    """On google-adk < 2.9 for real; on newer versions with ADK's service hidden."""
+    if HAS_ADK_REDIS:
+        monkeypatch.setattr(factory, "has_adk_redis_session_service", lambda: False)
+
+    with pytest.raises(ValueError) as raised:
+        create_session_service(f"pairing+redis://:{SECRET}@cache:6379/0")
+
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "google-adk >= 2.9" in message and f"(installed: {ADK_VERSION})" in message
+    assert "google.adk_community.sessions.redis_session_service" in message
+    assert "PairingSessionService(RedisSessionService(uri=" in message
+    assert "redis package" not in message
+    assert SECRET not in message and "redis://:***@cache:6379/0" in message
+
+
+@needs_adk_redis
 @pytest.mark.parametrize("option", ["pool_size", "host", "password"])
 def test_redis_rejects_options_it_would_silently_ignore(option):
     with pytest.raises(ValueError) as raised:
@@ -355,7 +388,7 @@ def test_example_agent_directory_services_yaml_registers_working_schemes(tmp_pat
     import yaml
     from google.adk.cli.service_registry import _register_services_from_yaml_config
 
-    example = Path(__file__).parents[2] / "examples/agents/pairing_demo/services.yaml"
+    example = Path(__file__).parents[2] / "examples/agents/services.yaml"
     registry = ServiceRegistry()
     _register_services_from_yaml_config(yaml.safe_load(example.read_text()), registry)
 

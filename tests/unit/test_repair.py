@@ -8,8 +8,15 @@ from google.adk.events.event import Event
 from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repair, repaired_events
 from adk_pairing.checks import anthropic_pairing_violations
 from adk_pairing.repair import _direct_clone, synthetic_event_id
+from tests.adk_features import requires
 
 from .events import AGENT, call, model_event, response, response_event, user_text
+
+needs_isolation_scope = requires(
+    {"isolation_scope", "node_info"} <= set(Event.model_fields),
+    "Event.isolation_scope / Event.node_info",
+)
+needs_node_info = requires("node_info" in Event.model_fields, "Event.node_info")
 
 
 def contents(events: list[Event]) -> list:
@@ -47,13 +54,21 @@ def test_synthetic_event_for_a_user_authored_call_is_not_authored_user() -> None
     assert repaired[1].author not in ("user", "")
 
 
-def test_synthetic_event_belongs_to_no_invocation_and_keeps_scope_and_time() -> None:
+def test_synthetic_event_belongs_to_no_invocation_and_keeps_branch_and_time() -> None:
+    call_event = model_event([call("c1")], branch="root.child", invocation_id="inv-7")
+    synthetic = repaired_events([call_event])[1]
+    assert synthetic.invocation_id == ""
+    assert synthetic.branch == "root.child"
+    assert synthetic.timestamp == call_event.timestamp
+
+
+@needs_isolation_scope
+def test_synthetic_event_keeps_isolation_scope_and_node_path() -> None:
     call_event = model_event([call("c1")], branch="root.child", invocation_id="inv-7")
     call_event.isolation_scope = "task-1"
     call_event.node_info.path = "wf/node@1"
     synthetic = repaired_events([call_event])[1]
     assert synthetic.invocation_id == ""
-    assert synthetic.branch == "root.child"
     assert synthetic.isolation_scope == "task-1"
     assert synthetic.node_info.path == "wf/node@1"
     assert synthetic.node_info is not call_event.node_info
@@ -204,6 +219,7 @@ def test_a_clone_that_stops_matching_model_copy_falls_back_to_model_copy(
     assert repair._choose_clone() is repair._model_copy
 
 
+@needs_node_info
 def test_synthetic_event_copies_node_info_instead_of_sharing_it() -> None:
     call_event = model_event([call("c1")])
     call_event.node_info.path = "wf/node@1"

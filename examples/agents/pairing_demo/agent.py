@@ -7,11 +7,12 @@ answers with a JSON report of the calls and results it was shown, so a test
 (or a person in ``adk web``) can see the placeholder result adk-pairing put
 after an interrupted call.
 
-Run it with the pairing decorator in front of a real store, e.g.::
+Run it with the pairing decorator in front of a real store, from the agents
+root whose ``services.yaml`` registers the ``pairing+`` schemes, e.g.::
 
     adk api_server \
       --session_service_uri "pairing+sqlite+aiosqlite:///sessions.db" \
-      examples/agents/pairing_demo
+      examples/agents
 
 In a real deployment the model is a provider model, e.g.
 ``model="anthropic/claude-sonnet-4-5"`` via LiteLLM or ADK's ``Claude``.

@@ -132,8 +132,9 @@ def scan(
             "--timeout",
             metavar="SECONDS",
             min=0.001,
-            help="Per-session limit of a get_session read; a session over it is reported "
-            "as unreadable and the scan goes on.",
+            help="Per-session limit: a get_session read, or rebuilding a session's events "
+            "on the direct path; a session over it is reported as unreadable and the scan "
+            "goes on.",
         ),
     ] = None,
     limit: Annotated[

@@ -46,6 +46,7 @@ from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.genai import types
 from rich.console import Console
 
+from ..adk_compat import adk_drops_unanswered_calls, close_session_service
 from ..analysis import analyze
 from ..checks import anthropic_pairing_violations
 from ..repair import METADATA_KEY
@@ -294,7 +295,7 @@ async def interrupt_turn(
             app_name=APP_NAME, user_id=USER_ID, session_id=session_id
         )
     finally:
-        await service.close()
+        await close_session_service(service)
     assert stored is not None
     missing = analyze(stored.events).missing
     killed = child.returncode == -signal.SIGKILL
@@ -344,28 +345,38 @@ async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> 
         as_stored = anthropic_pairing_violations([e.content for e in stored.events if e.content])
         contents, warnings, _ = await next_turn(service, session_id)
     finally:
-        await service.close()
+        await close_session_service(service)
     violations = anthropic_pairing_violations(contents)
     call_sent = CALL_ID in _calls_in(contents)
     drop_warning = next((w for w in warnings if ADK_DROP_WARNING in w), None)
     dropped = not call_sent and drop_warning is not None
+    sent_unpaired = call_sent and bool(violations)
+    # What this ADK is expected to do, by feature: from 2.10 its request
+    # builder drops the call (drop_orphaned_function_calls); before, it sends
+    # the call as stored. The check passes only when the observed behaviour is
+    # the expected one, so the demo never describes another version's failure.
+    expected = "dropped" if adk_drops_unanswered_calls() else "sent_unpaired"
+    observed = "dropped" if dropped else ("sent_unpaired" if sent_unpaired else "unexpected")
     report.unwrapped = {
-        "behaviour": "dropped" if dropped else ("sent_unpaired" if violations else "unexpected"),
+        "behaviour": observed,
+        "expected_behaviour": expected,
         "call_in_request": call_sent,
         "adk_warning": drop_warning,
         "request_outline": _outline(contents),
         "request_violations": violations,
         "history_as_stored_violations": as_stored,
     }
+    describe = {
+        "dropped": "ADK dropped the unanswered call from the request",
+        "sent_unpaired": "ADK sent the unanswered call; the request breaks the pairing rule",
+        "unexpected": "neither a violation nor a dropped call was observed",
+    }
     report.check(
         "unprotected_turn_fails",
         "unprotected turn goes wrong",
-        bool(violations) or dropped,
-        "ADK dropped the unanswered call from the request"
-        if dropped
-        else "the request breaks the pairing rule"
-        if violations
-        else "neither a violation nor a dropped call was observed",
+        observed == expected,
+        describe[observed]
+        + ("" if observed == expected else f" (expected on this ADK: {describe[expected]})"),
     )
 
 
@@ -380,7 +391,7 @@ async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> Non
             app_name=APP_NAME, user_id=USER_ID, session_id=session_id
         )
     finally:
-        await paired.close()
+        await close_session_service(paired)
     after = event_rows(db_path)
     violations = anthropic_pairing_violations(contents)
     call_sent = CALL_ID in _calls_in(contents)
@@ -491,7 +502,11 @@ def render(report: DemoReport, console: Console) -> None:
         say(f"    request: {u['request_outline']}")
         say("    → the model is never told the refund may already have been issued")
     elif u["behaviour"] == "sent_unpaired":
-        say("  ! the request breaks Anthropic's pairing rule (the provider answers 400):")
+        say(
+            f"  {'!' if wrong else '✗'} ADK {report.adk_version} sent the unanswered call; "
+            "Anthropic would reject"
+        )
+        say("    this request and every later one (HTTP 400):")
         quote(u["request_violations"][0])
         say(f"    request: {u['request_outline']}")
     else:

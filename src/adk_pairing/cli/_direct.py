@@ -31,10 +31,15 @@ many sessions at once and rebuild them exactly as ADK does:
   (``RedisKeys`` in ``adk_community/sessions/redis_session_service.py``).
   Sets are found with ``SCAN``, members and sessions read in pipelines.
 
-Event order is ADK's: ``timestamp`` then ``id`` for ``DatabaseSessionService``
-(2.9+ ``get_session``; earlier versions leave ties to the database), ``timestamp``
-then ``rowid`` for ``SqliteSessionService`` (2.12+). Memory holds one batch of
-sessions (``batch_size`` sessions and their events), never the whole store.
+Event order is the installed ADK's. Its services sort by ``timestamp`` and break
+ties differently by version: ``DatabaseSessionService`` on ``id`` from 2.9 (not at
+all before: the database picks), ``SqliteSessionService`` on ``id`` in 2.9-2.11 and
+on ``rowid`` from 2.12 (``sessions/sqlite_session_service.py:348``, 2.13). The
+tie-break is read from the ``ORDER BY`` of the installed ``get_session``
+(`tie_break`), not assumed from a version number; where ADK has none, events with
+equal timestamps come in ``id`` order here (ADK's own order is then undefined).
+Memory holds one batch of sessions (``batch_size`` sessions and their events),
+never the whole store.
 Nothing here writes: SQL connections are the read-only ones `_store` opened,
 and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and ``SCARD``.
 """
@@ -42,8 +47,11 @@ and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and ``SCARD``.
 from __future__ import annotations
 
 import datetime
+import functools
+import inspect
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -91,6 +99,8 @@ class Window:
     user: str | None
     since: float | None = None
     until: float | None = None
+    #: Seconds rebuilding one session's events may take (SQL readers); None: no limit.
+    timeout: float | None = None
 
     def wants_app(self, app: str) -> bool:
         return self.apps is None or app in self.apps
@@ -119,6 +129,30 @@ class DirectReader(Protocol):
     def read(self, window: Window, batch_size: int) -> AsyncIterator[ReadItem]: ...
 
 
+class SessionTimedOut(Exception):
+    """Rebuilding one session's events took longer than the window's timeout."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"timed out after {timeout:g} s")
+
+
+#: Events rebuilt between two looks at the clock (a look costs ~1 µs, an event ~55 µs).
+_CLOCK_EVERY = 64
+
+
+def rebuild(rows: Sequence[Any], convert: Any, timeout: float | None) -> list[Event]:
+    """`convert` applied to every row, raising `SessionTimedOut` past `timeout` seconds."""
+    if timeout is None:
+        return [convert(row) for row in rows]
+    deadline = time.monotonic() + timeout
+    events: list[Event] = []
+    for start in range(0, len(rows), _CLOCK_EVERY):
+        events.extend(convert(row) for row in rows[start : start + _CLOCK_EVERY])
+        if time.monotonic() > deadline:
+            raise SessionTimedOut(timeout)
+    return events
+
+
 class Unsupported(Exception):
     """The store's layout is not one this module reads; the message says why."""
 
@@ -134,6 +168,31 @@ def _utc_epoch(value: Any) -> float:
             value = value.replace(tzinfo=datetime.UTC)
         return value.timestamp()
     return float(value)
+
+
+@functools.cache
+def tie_break(service_class: type, candidates: tuple[tuple[str, str], ...]) -> str | None:
+    """The column the installed ``get_session`` breaks timestamp ties on.
+
+    `candidates` pairs a fragment of an ``ORDER BY`` with its column, most
+    specific first. Read from the method's source, so a version that changes
+    the order is followed without a version table; None when the source names
+    none of them (or is unavailable).
+    """
+    try:
+        source = inspect.getsource(service_class.get_session)
+    except (OSError, TypeError):
+        return None
+    for fragment, column in candidates:
+        if fragment in source:
+            return column
+    return None
+
+
+#: ``SqliteSessionService.get_session``: 2.12+ "..., rowid DESC", 2.9-2.11 "..., id DESC".
+SQLITE_TIE_BREAKS = (("rowid DESC", "rowid"), ("id DESC", "id"))
+#: ``DatabaseSessionService.get_session`` 2.9+: ``StorageEvent.id.desc()``.
+DATABASE_TIE_BREAKS = (("StorageEvent.id.desc()", "id"),)
 
 
 # -- DatabaseSessionService ---------------------------------------------------
@@ -255,7 +314,8 @@ class DatabaseReader:
                         if window.wants(app, user, _utc_epoch(updated))
                     ]
                     if kept:
-                        async for item in self._batch(orm, app, kept, events, select, tuple_):
+                        batch = self._batch(orm, app, kept, events, select, tuple_, window.timeout)
+                        async for item in batch:
                             yield item
                     orm.expunge_all()
                     if len(rows) < batch_size:
@@ -269,6 +329,7 @@ class DatabaseReader:
         events: Any,
         select: Any,
         tuple_: Any,
+        timeout: float | None,
     ) -> AsyncIterator[ReadItem]:
         keys = [(user, sid) for user, sid, _ in kept]
         if self._version == "1":
@@ -287,7 +348,6 @@ class DatabaseReader:
         query = (
             source.where(columns.app_name == app)
             .where(tuple_(columns.user_id, columns.session_id).in_(keys))
-            # ADK 2.9+ get_session: timestamp, ties broken on id.
             .order_by(columns.user_id, columns.session_id, columns.timestamp, columns.id)
         )
         grouped: dict[tuple[str, str], list[Any]] = {key: [] for key in keys}
@@ -308,13 +368,13 @@ class DatabaseReader:
                 yield UnreadableSession(app, user, sid, error)
                 return
             for one in kept:
-                async for item in self._batch(orm, app, [one], events, select, tuple_):
+                async for item in self._batch(orm, app, [one], events, select, tuple_, timeout):
                     yield item
             return
         to_event = self._event_model.to_event
         for user, sid, updated in kept:
             try:
-                rebuilt = [to_event(row) for row in grouped[(user, sid)]]
+                rebuilt = rebuild(grouped[(user, sid)], to_event, timeout)
             except Exception as error:
                 yield UnreadableSession(app, user, sid, error)
                 continue
@@ -342,6 +402,10 @@ class SqliteReader:
         if not needed <= columns:
             self._connection.close()
             raise Unsupported(f"events table lacks {sorted(needed - columns)}")
+
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        self._tie_break = tie_break(SqliteSessionService, SQLITE_TIE_BREAKS) or "id"
 
     def close(self) -> None:
         self._connection.close()
@@ -387,12 +451,14 @@ class SqliteReader:
                     for user, sid, updated in rows
                     if window.wants(app, user, float(updated))
                 ]
-                for item in self._batch(app, kept):
+                for item in self._batch(app, kept, window.timeout):
                     yield item
                 if len(rows) < batch_size:
                     break
 
-    def _batch(self, app: str, kept: list[tuple[str, str, float]]) -> Iterable[ReadItem]:
+    def _batch(
+        self, app: str, kept: list[tuple[str, str, float]], timeout: float | None
+    ) -> Iterable[ReadItem]:
         if not kept:
             return
         grouped: dict[tuple[str, str], list[str]] = {(u, s): [] for u, s, _ in kept}
@@ -403,15 +469,14 @@ class SqliteReader:
         rows = self._connection.execute(
             "SELECT user_id, session_id, event_data FROM events WHERE app_name = ? "
             f"AND (user_id, session_id) IN (VALUES {marks}) "
-            # SqliteSessionService 2.12+ get_session: timestamp, ties on rowid.
-            "ORDER BY user_id, session_id, timestamp, rowid",
+            f"ORDER BY user_id, session_id, timestamp, {self._tie_break}",
             params,
         )
         for user, sid, data in rows:
             grouped[(user, sid)].append(data)
         for user, sid, updated in kept:
             try:
-                rebuilt = [Event.model_validate_json(data) for data in grouped[(user, sid)]]
+                rebuilt = rebuild(grouped[(user, sid)], Event.model_validate_json, timeout)
             except Exception as error:
                 yield UnreadableSession(app, user, sid, error)
                 continue

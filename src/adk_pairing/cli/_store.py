@@ -14,7 +14,8 @@ and the database itself refuses any write:
   connection factory (`_read_only_sqlite_service`);
 * other stores (Redis, Vertex AI, custom schemes) have no such switch; for
   them the guarantee is that this tool calls only ``list_sessions`` and
-  ``get_session``.
+  ``get_session``, and its direct reader (`_direct`) only ``SCAN``, ``GET``,
+  ``SMEMBERS`` and ``SCARD``.
 
 The inner service is built by `adk_pairing.factory.create_inner_session_service`
 (ADK's own resolution of URIs); a ``pairing+`` prefix is dropped, since an

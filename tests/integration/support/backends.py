@@ -15,6 +15,7 @@ and session ids, and its keys are deleted when the backend closes.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
+
+from adk_pairing.adk_compat import close_session_service
 
 #: Every backend kind, in the order tests are parametrized.
 BACKEND_KINDS = (
@@ -36,10 +39,32 @@ BACKEND_KINDS = (
 #: Kinds whose inner service refuses an append from an out-of-date session object.
 STALE_DETECTING_KINDS = frozenset({"sqlite", "db-sqlite", "db-postgres"})
 
+
+def _adk_redis_appends_in_a_transaction() -> bool:
+    """Whether ADK's Redis service re-reads the stored session when appending.
+
+    From google-adk 2.12 its ``append_event`` appends inside a Redis
+    transaction to what is stored; 2.9 to 2.11 write the caller's session
+    object back whole (``_redis_session_service.py:339`` in 2.9.2).
+    """
+    import inspect
+
+    from adk_pairing.adk_compat import has_adk_redis_session_service
+
+    if not has_adk_redis_session_service():
+        return True  # no such store on this version: nothing is lost
+    from google.adk.integrations.redis import RedisSessionService
+
+    return ".transaction(" in inspect.getsource(RedisSessionService.append_event)
+
+
 #: Kinds whose append rewrites the whole stored session from the caller's
-#: session object (google-adk-community's Redis service), so an append from an
-#: out-of-date object silently drops what others appended since it was read.
-LOSES_CONCURRENT_WRITES_KINDS = frozenset({"redis-community"})
+#: session object (google-adk-community's Redis service, and ADK's before
+#: 2.12), so an append from an out-of-date object silently drops what others
+#: appended since it was read.
+LOSES_CONCURRENT_WRITES_KINDS = frozenset(
+    {"redis-community"} | (set() if _adk_redis_appends_in_a_transaction() else {"redis-adk"})
+)
 
 #: Kinds whose store outlives the process that wrote it.
 PERSISTENT_KINDS = frozenset(BACKEND_KINDS) - {"memory"}
@@ -152,7 +177,13 @@ async def _open_sqlite(spec: dict[str, Any]) -> Backend:
     async def raw() -> str:
         return _sqlite_rows(spec["path"], spec["app_name"])
 
-    return Backend(kind="sqlite", service=service, _close=service.close, _raw=raw, **_base(spec))
+    return Backend(
+        kind="sqlite",
+        service=service,
+        _close=functools.partial(close_session_service, service),
+        _raw=raw,
+        **_base(spec),
+    )
 
 
 async def _open_db_sqlite(spec: dict[str, Any]) -> Backend:
@@ -163,7 +194,13 @@ async def _open_db_sqlite(spec: dict[str, Any]) -> Backend:
     async def raw() -> str:
         return _sqlite_rows(spec["path"], spec["app_name"])
 
-    return Backend(kind="db-sqlite", service=service, _close=service.close, _raw=raw, **_base(spec))
+    return Backend(
+        kind="db-sqlite",
+        service=service,
+        _close=functools.partial(close_session_service, service),
+        _raw=raw,
+        **_base(spec),
+    )
 
 
 async def _open_db_postgres(spec: dict[str, Any]) -> Backend:
@@ -192,7 +229,11 @@ async def _open_db_postgres(spec: dict[str, Any]) -> Backend:
             await connection.close()
 
     return Backend(
-        kind="db-postgres", service=service, _close=service.close, _raw=raw, **_base(spec)
+        kind="db-postgres",
+        service=service,
+        _close=functools.partial(close_session_service, service),
+        _raw=raw,
+        **_base(spec),
     )
 
 
