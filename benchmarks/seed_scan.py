@@ -116,7 +116,10 @@ async def write_templates(database: str, app: str, events: int) -> dict[str, str
     """One session per ending, written through ADK; returns ending -> session id."""
     service = DatabaseSessionService(db_url=adk_url(database))
     try:
-        await service.prepare_tables()
+        # Public from google-adk 2.x; older versions prepare inside create_session.
+        prepare = getattr(service, "prepare_tables", None)
+        if prepare is not None:
+            await prepare()
         ids: dict[str, str] = {}
         for ending in ("healthy", "missing", "pending"):
             session = await service.create_session(

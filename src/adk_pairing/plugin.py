@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from google.adk.plugins.base_plugin import BasePlugin
 
 from .contents import repair_contents
+from .metrics import record_request_repairs
 from .repair import PlaceholderTexts
 from .service import PairingSessionService
 
@@ -156,6 +158,10 @@ class PairingPlugin(BasePlugin):
         if result.contents is contents:
             return None
         llm_request.contents = result.contents
+        # Rule names are fixed words (`ContentRule`): labels stay low-cardinality.
+        app = getattr(session, "app_name", None) or "unknown"
+        for rule, count in Counter(repair.rule.value for repair in result.repairs).items():
+            record_request_repairs(rule, app, count)
         notable = result.notable
         if notable:
             logger.warning(

@@ -23,10 +23,10 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from adk_pairing import PairingSessionService, metrics
+from adk_pairing import PairingPlugin, PairingSessionService, metrics
 
 from .conftest import backend_params
-from .support.backends import Backend
+from .support.backends import Backend, open_backend
 from .support.scenario import USER_ID, Harness
 from .support.scripted_model import call, calls, text
 
@@ -192,3 +192,30 @@ def test_the_readmes_export_example_exports_our_metrics() -> None:
 
     for name in (metrics.PLACEHOLDERS, metrics.GET_SESSION_DURATION):
         assert f'"name": "{name}"' in done.stdout, done.stdout[-2000:]
+
+
+async def test_the_plugins_repairs_are_counted_during_a_real_turn(
+    reader: InMemoryMetricReader,
+) -> None:
+    """PairingPlugin alone, unwrapped store: the held-open call it answers is counted by rule."""
+    backend = await open_backend({"kind": "memory", "app_name": "shop", "session_prefix": "m"})
+    try:
+        harness = Harness.build(
+            backend,
+            wrapped=False,
+            plugins=[PairingPlugin()],
+            steps=[
+                calls(call("start_job", {"name": "report"}, id="job_1")),  # ADK holds it open
+                text("Started."),
+                text("Still running."),
+            ],
+        )
+        session_id = await harness.new_session()
+        await harness.turn(session_id, "start the report job")
+        await harness.turn(session_id, "how is it going?")  # job_1 is open: the plugin answers
+    finally:
+        await backend.close()
+
+    repairs = totals(reader, metrics.REQUEST_REPAIRS)
+    assert repairs.get((("app", "shop"), ("rule", "placeholder")), 0) >= 1, repairs
+    assert_low_cardinality(reader, session_id, USER_ID)
