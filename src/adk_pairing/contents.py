@@ -144,10 +144,6 @@ class RepairedContents:
         return [repair for repair in self.repairs if repair.rule not in QUIET_RULES]
 
 
-def is_model_role(role: str | None) -> bool:
-    return role in MODEL_ROLES
-
-
 def _call_key(call_id: str | None, name: str | None) -> str:
     return call_id or name or ""
 
