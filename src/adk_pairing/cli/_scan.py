@@ -200,6 +200,22 @@ def findings_of(
     return found
 
 
+def broken_session_record(found: Sequence[Finding]) -> dict[str, Any]:
+    """One ``--json-lines`` record: a broken session (`found` is not empty) and its calls."""
+    counts = AppCounts()
+    counts.add(found)
+    first = found[0]
+    return {
+        "type": "session",
+        "app": first.app,
+        "user": first.user,
+        "session": first.session,
+        "missing_calls": counts.missing_calls,
+        "pending_calls": counts.pending_calls,
+        "findings": [asdict(f) for f in found],
+    }
+
+
 @dataclass
 class ScanOptions:
     """What to scan and how; `scan_store`'s knobs, as the CLI sets them."""
