@@ -9,7 +9,14 @@ import adk_pairing
 
 PACKAGE = Path(adk_pairing.__file__).parent
 #: Modules that hold rules and never do I/O: no ``async def``, no ``await``.
-PURE = ("analysis.py", "analysis_cache.py", "repair.py", "view.py")
+PURE = (
+    "analysis.py",
+    "analysis_cache.py",
+    "contents.py",
+    "ownership.py",
+    "repair.py",
+    "view.py",
+)
 
 
 def _module_name(path: Path) -> str:
