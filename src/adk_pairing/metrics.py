@@ -116,18 +116,31 @@ class LiveMetrics:
         for calls in ledger.open_calls.values():
             for call in calls:
                 counts[call.status.value] = counts.get(call.status.value, 0) + 1
-        for status, count in counts.items():
-            self._placeholders.add(count, {"status": status, "app": app})
+        try:
+            for status, count in counts.items():
+                self._placeholders.add(count, {"status": status, "app": app})
+        except Exception:
+            _turn_off("recording failed")
 
     def count_fallback(self, app: str, operation: str) -> None:
-        self._fallbacks.add(1, {"app": app, "operation": operation})
+        try:
+            self._fallbacks.add(1, {"app": app, "operation": operation})
+        except Exception:
+            _turn_off("recording failed")
 
     def record_read(self, app: str, seconds: float) -> None:
-        self._durations.record(seconds, {"app": app})
+        try:
+            self._durations.record(seconds, {"app": app})
+        except Exception:
+            _turn_off("recording failed")
 
     def count_request_repairs(self, rule: str, app: str, count: int) -> None:
-        if count > 0:
+        if count <= 0:
+            return
+        try:
             self._request_repairs.add(count, {"rule": rule, "app": app})
+        except Exception:
+            _turn_off("recording failed")
 
 
 def _package_version() -> str | None:
@@ -178,10 +191,22 @@ def live_metrics() -> LiveMetrics | None:
         if live is None or live.provider is not provider:
             live = _live = LiveMetrics(provider)
     except Exception:
-        _broken = True
-        logger.exception("adk_pairing: no metrics: the meter provider failed")
+        _turn_off("the meter provider failed")
         return None
     return live
+
+
+def _turn_off(why: str) -> None:
+    """Stops recording after a failure of the metrics backend, logging it once.
+
+    Metrics are never worth a failed read or model request: with a broken
+    provider or instrument, the decorator and the plugin go on without them
+    (`use_meter_provider` turns them on again).
+    """
+    global _broken
+    if not _broken:
+        _broken = True
+        logger.exception("adk_pairing: metrics turned off: %s", why)
 
 
 def record_request_repairs(rule: str, app: str, count: int = 1) -> None:

@@ -72,3 +72,50 @@ def test_a_working_provider_after_a_failing_one_records_again() -> None:
         for point in metric.data.data_points
     ]
     assert points == [3]
+
+
+class _RaisingInstrument:
+    """An instrument whose every recording raises (a broken exporter pipeline, say)."""
+
+    def add(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("cannot record")
+
+    record = add
+
+
+class _ProviderOfRaisingInstruments(MeterProvider):
+    def get_meter(self, name: str, *args: object, **kwargs: object) -> Meter:
+        class _Meter:
+            def create_counter(self, *args: object, **kwargs: object) -> _RaisingInstrument:
+                return _RaisingInstrument()
+
+            create_histogram = create_counter
+
+        return _Meter()  # type: ignore[return-value]
+
+
+async def test_instruments_that_raise_never_fail_a_read_and_turn_metrics_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from google.adk.events.event import Event
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.genai import types
+
+    from adk_pairing import PairingSessionService
+
+    metrics.use_meter_provider(_ProviderOfRaisingInstruments())
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name="shop", user_id="u", session_id="s")
+    call = types.Part(function_call=types.FunctionCall(id="c1", name="refund", args={}))
+    await service.append_event(
+        view,
+        Event(
+            author="agent", invocation_id="i1", content=types.Content(role="model", parts=[call])
+        ),
+    )
+    with caplog.at_level(logging.ERROR, logger="adk_pairing"):
+        for _ in range(3):
+            read = await service.get_session(app_name="shop", user_id="u", session_id="s")
+            assert read is not None and len(read.events) == 2  # the call and its placeholder
+    assert metrics.live_metrics() is None
+    assert len([r for r in caplog.records if "metrics turned off" in r.getMessage()]) == 1
