@@ -62,7 +62,7 @@ deterministic and O(parts).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
@@ -713,3 +713,28 @@ def _place_turn(
     else:
         output.open(False, turn.source, own)
     output.awaiting = []
+
+
+def held_open_call_ids(events: Iterable[Event]) -> set[str]:
+    """The call ids ADK holds open, decided per call as the view decides them.
+
+    An id is held open when the *newest* event that calls it lists it in its
+    ``long_running_tool_ids`` (``long_running_tool_ids`` lives on the event and
+    does not survive ADK's conversion to contents, so it is read from the
+    session). Model ids such as ``call_1`` repeat across turns: an id once held
+    open and later reused by an ordinary call that was lost is not held open,
+    as in `adk_pairing.analysis` (which attributes a response to the newest
+    call with its id). The union of every event's ids would call that lost call
+    pending where the view calls it missing.
+    """
+    newest_is_held: dict[str, bool] = {}
+    for event in events:
+        content = event.content
+        if content is None or not content.parts:
+            continue
+        held = event.long_running_tool_ids or ()
+        for part in content.parts:
+            call = part.function_call
+            if call is not None and call.id:
+                newest_is_held[call.id] = call.id in held
+    return {call_id for call_id, is_held in newest_is_held.items() if is_held}

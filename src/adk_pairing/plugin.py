@@ -37,12 +37,11 @@ from __future__ import annotations
 import logging
 import sys
 from collections import Counter
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .contents import repair_contents
+from .contents import held_open_call_ids, repair_contents
 from .metrics import record_request_repairs
 from .repair import PlaceholderTexts
 from .service import PairingSessionService
@@ -74,16 +73,6 @@ def pairs_calls_by_id(model: object) -> bool:
         if isinstance(model_class, type) and isinstance(model, model_class):
             return True
     return False
-
-
-def held_open_call_ids(events: Iterable[Any]) -> set[str]:
-    """The ids ADK holds open: every event's ``long_running_tool_ids``."""
-    held: set[str] = set()
-    for event in events:
-        ids = getattr(event, "long_running_tool_ids", None)
-        if ids:
-            held.update(ids)
-    return held
 
 
 class PairingPlugin(BasePlugin):

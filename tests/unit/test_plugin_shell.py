@@ -10,6 +10,7 @@ import logging
 from types import SimpleNamespace
 
 import pytest
+from google.adk.events.event import Event
 from google.adk.models.anthropic_llm import AnthropicLlm
 from google.adk.models.google_llm import Gemini
 from google.adk.models.llm_request import LlmRequest
@@ -18,7 +19,8 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService, PlaceholderTexts
-from adk_pairing.plugin import held_open_call_ids, pairs_calls_by_id
+from adk_pairing.contents import held_open_call_ids
+from adk_pairing.plugin import pairs_calls_by_id
 
 
 def request_with_idless_dangling_call() -> LlmRequest:
@@ -85,13 +87,34 @@ async def test_plugin_fills_ids_per_the_agents_model(
 async def test_plugin_reads_held_open_ids_from_the_session_events() -> None:
     request = request_with_idless_dangling_call()
     request.contents[1].parts[0].function_call.id = "job_1"
-    events = [SimpleNamespace(long_running_tool_ids={"job_1"})]
+    events = [call_event("job_1", held_open=True)]
     await PairingPlugin().before_model_callback(
         callback_context=context(events=events), llm_request=request
     )
     placeholder = request.contents[2].parts[0].function_response
     assert placeholder.response["status"] == "pending"
-    assert held_open_call_ids([*events, SimpleNamespace(long_running_tool_ids=None)]) == {"job_1"}
+
+
+def call_event(call_id: str, *, held_open: bool) -> Event:
+    return Event(
+        author="assistant",
+        invocation_id="i",
+        long_running_tool_ids={call_id} if held_open else None,
+        content=types.Content(
+            role="model",
+            parts=[types.Part(function_call=types.FunctionCall(id=call_id, name="job", args={}))],
+        ),
+    )
+
+
+def test_an_id_is_held_open_only_while_its_newest_call_is() -> None:
+    """A model id once held open, then reused by an ordinary call, is that call's now."""
+    held_then_plain = [call_event("call_1", held_open=True), call_event("call_1", held_open=False)]
+    plain_then_held = [call_event("call_1", held_open=False), call_event("call_1", held_open=True)]
+    assert held_open_call_ids(held_then_plain) == set()
+    assert held_open_call_ids(plain_then_held) == {"call_1"}
+    no_calls = Event(author="user", invocation_id="i", long_running_tool_ids={"call_2"})
+    assert held_open_call_ids([*plain_then_held, no_calls]) == {"call_1"}
 
 
 async def test_plugin_sends_the_request_as_built_when_the_repair_fails(
