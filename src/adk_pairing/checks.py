@@ -75,13 +75,16 @@ anthropic_llm.py:151) is a violation, because ADK raises before sending it.
 The Anthropic rule needs the ``anthropic`` package, the OpenAI rule
 ``litellm`` (``pip install 'adk-pairing[checks]'``). litellm fetches its
 model price map from the internet on import unless
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set; the test suite sets it.
+``LITELLM_LOCAL_MODEL_COST_MAP`` is set; when the OpenAI rule is the first to
+import litellm, it sets that variable (if unset) to use the bundled map.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
@@ -347,6 +350,11 @@ def _run_without_io(coroutine: Coroutine[Any, Any, Any]) -> Any:
 
 def to_openai_chat_messages(contents: Iterable[types.Content]) -> list[dict[str, Any]]:
     """The chat messages ADK's LiteLlm would send for `contents` (no system message)."""
+    if "litellm" not in sys.modules:
+        # A check converts, it never calls a model: litellm's bundled price map
+        # serves, and importing it must not reach for the internet (litellm
+        # fetches the map on import unless told otherwise).
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         from google.adk.models import lite_llm
         from google.adk.models.llm_request import LlmRequest

@@ -367,3 +367,34 @@ def test_a_request_the_converters_cannot_build_is_a_violation_not_an_exception()
     ]
     # 2.x's LiteLlm refuses a nameless call; 1.20.0 sends it, without a tool message.
     assert found["openai_chat"]
+
+
+def test_the_openai_rule_never_reaches_for_the_internet() -> None:
+    """litellm fetches its price map on import unless told not to; a check needs none.
+
+    In a fresh process without LITELLM_LOCAL_MODEL_COST_MAP, every name lookup
+    other than loopback fails the run.
+    """
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import socket\n"
+        "real = socket.getaddrinfo\n"
+        "def guard(host, *args, **kwargs):\n"
+        "    if host not in ('127.0.0.1', 'localhost', '::1'):\n"
+        "        raise SystemExit(f'network lookup of {host}')\n"
+        "    return real(host, *args, **kwargs)\n"
+        "socket.getaddrinfo = guard\n"
+        "from google.genai import types\n"
+        "from adk_pairing.checks import openai_chat_violations\n"
+        "hello = types.Content(role='user', parts=[types.Part(text='hi')])\n"
+        "assert openai_chat_violations([hello]) == []\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "network lookup" not in done.stdout + done.stderr
