@@ -219,6 +219,7 @@ class PairingLedger:
         "_open_by_id",
         "_previous_index",
         "_seen_call_ids",
+        "_withheld",
         "calls",
         "traits",
     )
@@ -249,6 +250,17 @@ class PairingLedger:
         self._seen_call_ids: set[str | None] = set()
         self._last_call_event: tuple[int, frozenset[str | None]] | None = None
         self._previous_index = -1
+        # The call event index and calls withheld while their result is last.
+        self._withheld: tuple[int, list[TrackedCall]] | None = None
+
+    @property
+    def withholding(self) -> bool:
+        """True while some calls are withheld until an event with parts follows.
+
+        `observe` does not report their release; a view kept current by
+        appends rebuilds from a fresh walk on its next append instead.
+        """
+        return self._withheld is not None
 
     @property
     def open_calls(self) -> OpenCalls:
@@ -291,6 +303,7 @@ class PairingLedger:
         idless_open = self._idless_open
         by_last_response = self.traits.history_pairs_by_last_response
         walks_back = self.traits.latest_response_walks_back
+        holding = self._withheld is not None
         index = start - 1
         for event in events:
             index += 1
@@ -302,6 +315,10 @@ class PairingLedger:
             parts = content.parts
             if not parts:
                 continue
+            if holding:
+                # The result is no longer last: the placeholder is safe again.
+                self._release_withheld()
+                holding = False
             calls_here: list[tuple[int, Part]] | None = None
             response_ids: set[str | None] | None = None
             part_index = -1
@@ -337,7 +354,7 @@ class PairingLedger:
                     continue
                 self._settle(call, settled)
             if response_ids is not None:
-                self._withhold_before_a_walk_back(response_ids, settled)
+                holding = self._withhold_before_a_walk_back(response_ids, settled)
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
             self._previous_index = index
@@ -362,7 +379,7 @@ class PairingLedger:
 
     def _withhold_before_a_walk_back(
         self, response_ids: set[str | None], settled: list[TrackedCall] | None
-    ) -> None:
+    ) -> bool:
         """ADK <= 2.10: keeps a placeholder from sending the builder on its walk back.
 
         The event just walked holds responses. When it directly follows a call
@@ -373,26 +390,44 @@ class PairingLedger:
         call event, that walk raises ``ValueError: Last response event should
         only contain the responses...`` or truncates the history (see
         `adk_pairing.builder_traits`). Then the open calls of that event are
-        withheld: the view leaves them as stored, which is exactly what the
-        unwrapped request holds. They keep their status (they are unanswered).
+        withheld while the response event is the last one with parts: the
+        view leaves them as stored, which is exactly what the unwrapped
+        request holds. They keep their status (they are unanswered), and the
+        next event with parts releases them (`_release_withheld`). Returns
+        whether it withheld anything.
         """
         last = self._last_call_event
         if last is None or last[0] != self._previous_index:
-            return
+            return False
         call_index, call_ids = last
         slot = self._open.get(call_index)
         if not slot or response_ids.isdisjoint(call_ids):
-            return
+            return False
         for call in slot.values():
             call.withheld = True
             if settled is not None:
                 settled.append(call)
         del self._open[call_index]
+        self._withheld = (call_index, list(slot.values()))
+        return True
+
+    def _release_withheld(self) -> None:
+        """Opens the withheld calls again: the response is no longer the last event."""
+        assert self._withheld is not None
+        call_index, calls = self._withheld
+        self._withheld = None
+        reopened = {}
+        for call in calls:
+            call.withheld = False
+            if not call.answered:
+                reopened[call.part_index] = call
+        if reopened:
+            self._open[call_index] = reopened
 
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
 
-        It holds copies of the open calls only, so it costs O(open calls), not
+        It holds copies of the open (and withheld) calls only, so it costs O(open calls), not
         O(history): a caller can keep it and later observe just the events
         appended since, as if the whole history had been walked again.
         """
@@ -428,10 +463,17 @@ class PairingLedger:
             call_id: [copy_of(call) for call in calls]
             for call_id, calls in self._open_by_id.items()
         }
+        # Withheld calls are unanswered too, and can still be answered.
+        successor.calls.extend(
+            copy for copy in copies.values() if copy.withheld and not copy.answered
+        )
         successor._answered_ids = set(self._answered_ids)
         successor._seen_call_ids = set(self._seen_call_ids)
         successor._last_call_event = self._last_call_event
         successor._previous_index = self._previous_index
+        if self._withheld is not None:
+            call_index, calls = self._withheld
+            successor._withheld = (call_index, [copy_of(call) for call in calls])
         return successor
 
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
@@ -439,6 +481,7 @@ class PairingLedger:
         newest_by_id = self._newest_by_id
         by_last_response = self.traits.history_pairs_by_last_response
         opened: dict[int, TrackedCall] = {}
+        opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
         for part_index, part in calls_here:
             function_call: FunctionCall = part.function_call  # type: ignore[assignment]
@@ -469,6 +512,14 @@ class PairingLedger:
                     continue
                 self._open_by_id.setdefault(call_id, []).append(call)
             elif call_id is not None:
+                if call_id in opened_ids:
+                    # Malformed: the same id twice in one event is one tool_use
+                    # id on the wire; one result answers both (and ADK merges
+                    # results keyed by id). A second placeholder would split
+                    # this event from a model event after it that Anthropic
+                    # merges with it, orphaning the result they share.
+                    continue
+                opened_ids.add(call_id)
                 newest_by_id[call_id] = call
             else:
                 if idless_here is None:

@@ -321,7 +321,12 @@ class PairingSessionService(BaseSessionService):
             return
         ledger = view_state.ledger
         new_events = inner_events[stored_before:]
-        if ledger is None or stored_now < stored_before or _holds_a_rewind(new_events):
+        if (
+            ledger is None
+            or stored_now < stored_before
+            or ledger.withholding  # its release is not observed: see PairingLedger
+            or _holds_a_rewind(new_events)
+        ):
             self._rebuild(view, view_state)
             return
         view_events = view.events
