@@ -34,9 +34,13 @@ running ADK's own functions once (`adk_pairing.builder_traits`), switch rules:
   that does not directly follow its call event, and raises (or truncates)
   when an older call event reuses one of the found event's ids. When a
   response event directly follows a call event that shares an id with an
-  older call event, that event's other open calls are *withheld*: the view
-  adds no placeholder between the two and leaves the calls as stored (the
-  unwrapped request), since that is the only place a placeholder can go.
+  older call event, that event's other open calls are *withheld* while the
+  response event is the last one with parts: the view adds no placeholder
+  between the two and leaves the calls as stored (the unwrapped request),
+  since that is the only place a placeholder can go. The next event with
+  parts ends the hazard and brings the placeholder back.
+* The same id twice in one event (malformed) is one ``tool_use`` id on the
+  wire: one result answers both, so only the first is tracked.
 
 `PairingLedger` keeps this state incrementally, one event at a time, so the
 session-service decorator can keep a view current on every ``append_event``
