@@ -254,8 +254,8 @@ class PairingLedger:
         self._seen_call_ids: set[str | None] = set()
         self._last_call_event: tuple[int, frozenset[str | None]] | None = None
         self._previous_index = -1
-        # The call event index and calls withheld while their result is last.
-        self._withheld: tuple[int, list[TrackedCall]] | None = None
+        # The calls withheld while a response event is the last one.
+        self._withheld: list[TrackedCall] | None = None
 
     @property
     def withholding(self) -> bool:
@@ -407,26 +407,41 @@ class PairingLedger:
         slot = self._open.get(call_index)
         if not slot or response_ids.isdisjoint(call_ids):
             return False
-        for call in slot.values():
+        withheld = list(slot.values())
+        del self._open[call_index]
+        # Open calls elsewhere with a withheld id lose their placeholders too:
+        # ADK >= 2.10 drops a call no response carries the id of
+        # (``drop_orphaned_function_calls``, 2.10.0 tools/_rearranger.py:247),
+        # and a placeholder elsewhere would keep the withheld call on the wire
+        # unanswered. Rare (a reused id), so the scan over open calls is fine.
+        ids = {call.call_id for call in withheld if call.call_id is not None}
+        if ids:
+            for index in [
+                i
+                for i, calls in self._open.items()
+                if not ids.isdisjoint(call.call_id for call in calls.values())
+            ]:
+                withheld.extend(self._open.pop(index).values())
+        for call in withheld:
             call.withheld = True
             if settled is not None:
                 settled.append(call)
-        del self._open[call_index]
-        self._withheld = (call_index, list(slot.values()))
+        self._withheld = withheld
         return True
 
     def _release_withheld(self) -> None:
         """Opens the withheld calls again: the response is no longer the last event."""
         assert self._withheld is not None
-        call_index, calls = self._withheld
+        calls = self._withheld
         self._withheld = None
-        reopened = {}
         for call in calls:
             call.withheld = False
             if not call.answered:
-                reopened[call.part_index] = call
-        if reopened:
-            self._open[call_index] = reopened
+                self._open.setdefault(call.event_index, {})[call.part_index] = call
+        # Each event's open calls are kept in part order.
+        for index in {call.event_index for call in calls} & self._open.keys():
+            slot = self._open[index]
+            self._open[index] = dict(sorted(slot.items()))
 
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
@@ -476,8 +491,7 @@ class PairingLedger:
         successor._last_call_event = self._last_call_event
         successor._previous_index = self._previous_index
         if self._withheld is not None:
-            call_index, calls = self._withheld
-            successor._withheld = (call_index, [copy_of(call) for call in calls])
+            successor._withheld = [copy_of(call) for call in self._withheld]
         return successor
 
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:

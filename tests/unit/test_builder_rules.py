@@ -159,3 +159,17 @@ def test_probe_matches_what_the_installed_builder_does() -> None:
     except ValueError:
         raised = True
     assert raised == traits.latest_response_walks_back
+
+
+def test_withholding_a_call_withholds_open_calls_elsewhere_with_its_id() -> None:
+    """ADK >= 2.10 drops a call whose id no response carries; a placeholder elsewhere would not."""
+    events = [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_2")], invocation_id="inv-1"),
+        model_event([call(None), call("call_2")], invocation_id="inv-1"),
+        response_event([response(None)], invocation_id="inv-1"),
+    ]
+    assert placeholders(events, WALKS_BACK) == []
+    assert placeholders(events, NEWEST_BUILDER) == ["call_2", "call_2"]
+    events.append(model_event([types.Part(text="ok")], invocation_id="inv-1"))
+    assert placeholders(events, WALKS_BACK) == ["call_2", "call_2"]
