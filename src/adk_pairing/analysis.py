@@ -225,7 +225,10 @@ class PairingLedger:
 
     `traits` say how the installed ADK's request builder pairs reused ids
     (`adk_pairing.builder_traits`); the rules they switch are in the module
-    docstring.
+    docstring. With `track_repeated_ids`, a call whose id an earlier call of
+    the same event carries is tracked as a call of its own rather than skipped:
+    the request pass (`adk_pairing.contents`) renames such ids apart, so each
+    is its own ``tool_use`` on the wire and needs its own answer.
     """
 
     __slots__ = (
@@ -237,13 +240,17 @@ class PairingLedger:
         "_open_by_id",
         "_previous_index",
         "_seen_call_ids",
+        "_track_repeated_ids",
         "_withheld",
         "calls",
         "traits",
     )
 
-    def __init__(self, traits: BuilderTraits | None = None) -> None:
+    def __init__(
+        self, traits: BuilderTraits | None = None, *, track_repeated_ids: bool = False
+    ) -> None:
         self.traits = traits if traits is not None else builder_traits()
+        self._track_repeated_ids = track_repeated_ids
         #: Every call observed, in order (after `carry_forward`: the calls
         #: open at that point and every call observed since).
         self.calls: list[TrackedCall] = []
@@ -519,7 +526,7 @@ class PairingLedger:
                 )
             return copy
 
-        successor = PairingLedger(self.traits)
+        successor = PairingLedger(self.traits, track_repeated_ids=self._track_repeated_ids)
         for index, slot in self._open.items():
             copied_slot = {part_index: copy_of(call) for part_index, call in slot.items()}
             successor.calls.extend(copied_slot.values())
@@ -583,12 +590,13 @@ class PairingLedger:
                     continue
                 self._open_by_id.setdefault(call_id, []).append(call)
             elif call_id is not None:
-                if call_id in opened_ids:
+                if call_id in opened_ids and not self._track_repeated_ids:
                     # Malformed: the same id twice in one event is one tool_use
                     # id on the wire; one result answers both (and ADK merges
                     # results keyed by id). A second placeholder would split
                     # this event from a model event after it that Anthropic
-                    # merges with it, orphaning the result they share.
+                    # merges with it, orphaning the result they share. (The
+                    # request pass renames the second apart instead.)
                     continue
                 opened_ids.add(call_id)
                 newest_by_id[call_id] = call

@@ -599,8 +599,9 @@ def _repair_segments(
     # Attribution: the view's own ledger, one turn per content, passing over
     # the segments that hold. NEWEST_BUILDER, not the installed ADK's traits:
     # these contents are the request as sent, after ADK's builder (see the
-    # module docstring).
-    ledger = PairingLedger(NEWEST_BUILDER)
+    # module docstring). Every call is tracked, a repeated id in one content
+    # too: `_IdPlan` renames it apart, so it needs an answer of its own.
+    ledger = PairingLedger(NEWEST_BUILDER, track_repeated_ids=True)
     settled: list[TrackedCall] = []
     answered_at: list[tuple[int, int]] = []
     for segment in segments:
