@@ -9,7 +9,8 @@ twice, from the stored events and from the repaired view:
 
 This holds on every supported ADK release; the builders differ (see the
 docstring of `adk_pairing.analysis`), and so does what the view adds for them.
-Run size: ``HYPOTHESIS_PROFILE``-independent, `EXAMPLES` examples per run.
+Each test runs ``ADK_PAIRING_PROPERTY_EXAMPLES`` examples (default 400, about
+a minute per test on one core); a fuzz run can raise it.
 """
 
 from __future__ import annotations
