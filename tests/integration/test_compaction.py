@@ -247,10 +247,11 @@ async def test_requests_after_compaction_through_the_view_stay_valid_and_pair_a_
     )
     await wrapped.append_event(await wrapped.get_session(**key), late)
     if not hasattr(adk_contents, "_recover_compacted_function_calls"):
-        # README, "Compaction": google-adk 1.39 - 2.0 cannot pair a result
-        # with a call compaction covered; the trailing result makes the
-        # builder raise, from the store too (the compaction event is stored).
-        # Unwrapped, compaction would have stopped before the call.
+        # README, "Compaction": before 2.6 ADK cannot pair a result with a
+        # call compaction covered; the trailing result makes the builder
+        # raise, from the store too (the compaction event is stored). On
+        # 1.39 - 2.0 compaction would have stopped before the call unwrapped;
+        # on 1.20 it covers the call unwrapped as well.
         with pytest.raises(ValueError, match="No function call event found"):
             await assert_both_valid()
         return
