@@ -8,10 +8,11 @@ in `test_probe_matches_what_the_installed_builder_does`.
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing import repaired_events
+from adk_pairing import analysis, repaired_events
 from adk_pairing.analysis import analyze, build_ledger
 from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
 from adk_pairing.repair import PlaceholderTexts, repair_history
@@ -173,3 +174,32 @@ def test_withholding_a_call_withholds_open_calls_elsewhere_with_its_id() -> None
     assert placeholders(events, NEWEST_BUILDER) == ["call_2", "call_2"]
     events.append(model_event([types.Part(text="ok")], invocation_id="inv-1"))
     assert placeholders(events, WALKS_BACK) == ["call_2", "call_2"]
+
+
+async def test_view_kept_by_appends_equals_a_fresh_read_through_withholding_and_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The release is not observed: a view kept by appends must rebuild, and match a fresh read."""
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+
+    from adk_pairing import PairingSessionService, is_synthetic
+
+    monkeypatch.setattr(analysis, "builder_traits", lambda: WALKS_BACK)
+    for cache_size in (0, 16):
+        service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
+        view = await service.create_session(app_name="app", user_id="u", session_id="s")
+        history = [
+            *mid_turn_parallel_call_reusing_an_id(),
+            Event(author="assistant", invocation_id="inv-2"),  # no content: not in a request
+            model_event([types.Part(text="started")], invocation_id="inv-2"),
+            response_event([response("call_2", "job")], invocation_id="inv-3"),
+        ]
+        seen_synthetic = []
+        for event in history:
+            await service.append_event(view, event)
+            fresh = await service.get_session(app_name="app", user_id="u", session_id="s")
+            assert [e.id for e in view.events] == [e.id for e in fresh.events]
+            seen_synthetic.append(sum(map(is_synthetic, view.events)))
+        # Placeholders for open calls; call_2 withheld while call_1's result is last
+        # (also across the content-less event), back after the model's text, gone once answered.
+        assert seen_synthetic == [0, 1, 0, 0, 1, 0, 0, 1, 0]
