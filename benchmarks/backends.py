@@ -99,7 +99,19 @@ async def _pg_admin(sql: str) -> None:
 
 
 def _database_bulk_seed(service: BaseSessionService) -> BulkSeed:
-    """Bulk insert through ADK's ORM mapping, as `append_event` would write each row."""
+    """Bulk insert through ADK's ORM mapping, as `append_event` would write each row.
+
+    The mapping helpers are private and newer than google-adk 2.9
+    (``_get_schema_classes``, ``_uses_naive_datetime``); without them the
+    events go through ``append_event`` one by one (slower seeding, same rows).
+    """
+    if not (hasattr(service, "_get_schema_classes") and hasattr(service, "_uses_naive_datetime")):
+
+        async def append_each(session: Session, events: list[Event]) -> None:
+            for event in events:
+                await service.append_event(session, event)
+
+        return append_each
 
     async def seed(session: Session, events: list[Event]) -> None:
         schema = service._get_schema_classes()

@@ -17,7 +17,8 @@ builds a model request:
   *whatever else it carries*. ADK's request builder drops it, content and all,
   together with every event from the first event of the rewound invocation up
   to it, walking backwards so that a rewind inside an annulled stretch is never
-  applied (a rewind of a rewind revives what the inner one annulled). Every
+  applied (a rewind of a rewind revives what the inner one annulled). Rewinds
+  arrived in google-adk 1.17.0 (absent from 1.16.0's ``EventActions``); every
   supported version does exactly this: inline in ``_get_contents``
   (``flows/llm_flows/contents.py:362`` in 1.20.0, ``:452`` in 1.39.1, ``:539``
   in 2.0.0), then through ``events/_rewind_events.py`` ``_apply_rewinds``

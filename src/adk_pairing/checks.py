@@ -366,7 +366,11 @@ def to_openai_chat_messages(contents: Iterable[types.Content]) -> list[dict[str,
 
 def openai_chat_violations(contents: Iterable[types.Content]) -> list[str]:
     """Every way the LiteLlm chat messages for `contents` break OpenAI's tool rule."""
-    return openai_chat_message_violations(to_openai_chat_messages(contents))
+    try:
+        messages = to_openai_chat_messages(contents)
+    except (NotImplementedError, ValueError) as error:  # e.g. a call without a name
+        return [f"ADK's LiteLlm conversion cannot send this request: {type(error).__name__}"]
+    return openai_chat_message_violations(messages)
 
 
 def openai_chat_message_violations(messages: Sequence[Any]) -> list[str]:

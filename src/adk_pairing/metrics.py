@@ -29,14 +29,22 @@ reads. So `live_metrics` returns None (one module attribute read) while no
 meter provider is set, neither globally (``opentelemetry.metrics.
 set_meter_provider``, or the ``OTEL_PYTHON_METER_PROVIDER`` variable) nor for
 this package (`use_meter_provider`), and the callers skip everything; the
-benchmark (benchmarks/metering.py) shows the ratio. A provider set later is
+benchmark (benchmarks/metrics_cost.py) shows the ratio. A provider set later is
 picked up on the next call: the global one can be set only once per process,
 and a changed provider rebuilds the instruments.
+
+Metrics never cost a turn: a provider that cannot be had or refuses to make
+the instruments (``OTEL_PYTHON_METER_PROVIDER`` naming no installed provider
+makes ``get_meter_provider`` raise on every call, opentelemetry-api 1.3x
+``util/_providers.py``, ``_load_provider``) is logged once and metrics stay off
+until `use_meter_provider` is called; the decorator and the plugin must raise
+nothing the unwrapped store would not.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -129,9 +137,13 @@ def _package_version() -> str | None:
         return None
 
 
+logger = logging.getLogger("adk_pairing")
+
 _chosen_provider: MeterProvider | None = None
 _live: LiveMetrics | None = None
 _env_checked = False
+#: Set when the provider failed: metrics stay off until `use_meter_provider`.
+_broken = False
 
 
 def use_meter_provider(provider: MeterProvider | None) -> None:
@@ -141,26 +153,34 @@ def use_meter_provider(provider: MeterProvider | None) -> None:
     provider can be set only once per process). None goes back to the global
     provider.
     """
-    global _chosen_provider, _live
+    global _chosen_provider, _live, _broken
     _chosen_provider = provider
     _live = None
+    _broken = False
 
 
 def live_metrics() -> LiveMetrics | None:
     """The instruments, or None while no meter provider is configured (nothing to pay)."""
-    global _live, _env_checked
+    global _live, _env_checked, _broken
+    if _broken:
+        return None
     provider = _chosen_provider
-    if provider is None:
-        if _otel_global is not None and _otel_global._METER_PROVIDER is None:
-            if _env_checked:
-                return None
-            _env_checked = True
-            if OTEL_PYTHON_METER_PROVIDER not in os.environ:
-                return None
-        provider = otel_metrics.get_meter_provider()
+    if provider is None and _otel_global is not None and _otel_global._METER_PROVIDER is None:
+        if _env_checked:
+            return None
+        _env_checked = True
+        if OTEL_PYTHON_METER_PROVIDER not in os.environ:
+            return None
     live = _live
-    if live is None or live.provider is not provider:
-        live = _live = LiveMetrics(provider)
+    try:
+        if provider is None:
+            provider = otel_metrics.get_meter_provider()
+        if live is None or live.provider is not provider:
+            live = _live = LiveMetrics(provider)
+    except Exception:
+        _broken = True
+        logger.exception("adk_pairing: no metrics: the meter provider failed")
+        return None
     return live
 
 

@@ -18,13 +18,32 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
 * Only a full read (no ``GetSessionConfig`` window) is resumed from, or
   remembered in, the analysis cache: a window is not a prefix of the history
   the next full read returns.
+* A failed append leaves no phantom: ADK's base ``append_event`` puts the event
+  into the session object before a store such as ``RedisSessionService``
+  writes it (``integrations/redis/_redis_session_service.py:349`` in 2.13), so
+  when the write raises, the inner session holds an event the store does not.
+  The decorator takes it out again and leaves the view as it was, so the view
+  never shows it and the next append starts from what the store holds.
+* A read of ``DatabaseSessionService`` over SQLite is shielded from the
+  caller's cancellation. Cancelled while it awaits its events query, the read
+  leaves the database locked until the cyclic garbage collector runs (the
+  SELECT still runs in aiosqlite's thread; SQLAlchemy closes the connection
+  without closing the cursor, ``engine/base.py:2334`` in 2.1.9; see
+  benchmarks/RESULTS.md), and the next write fails with "database is locked".
+  Shielded, the caller still gets ``CancelledError`` at once; the read finishes
+  in the background, closing its cursor. It costs no database work that was
+  not happening anyway (aiosqlite cannot stop a running SELECT) and nothing is
+  done with its result. Other stores are not shielded: cancelling their read
+  does stop work on the server, and leaves no lock behind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable
 from typing import Any
 
 from google.adk.events.event import Event
@@ -133,6 +152,10 @@ class PairingSessionService(BaseSessionService):
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
+        self._shield_reads = _cancelled_reads_lock_the_store(inner)
+        # Shielded reads whose caller was cancelled run on; kept here so the
+        # event loop does not drop them and `close` can wait for them.
+        self._reads_in_flight: set[asyncio.Future[Session | None]] = set()
         self._analysis_cache = AnalysisCache(analysis_cache_size)
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
@@ -178,9 +201,10 @@ class PairingSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        session = await self._inner.get_session(
+        read = self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
+        session = await (self._shielded(read) if self._shield_reads else read)
         if session is None or (
             self._check_owner
             and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
@@ -228,9 +252,13 @@ class PairingSessionService(BaseSessionService):
     async def close(self) -> None:
         """Releases what the inner service holds: its ``close()``, or its engine's pool.
 
-        google-adk 1.20's ``DatabaseSessionService`` has no ``close``; its
-        ``db_engine`` is disposed instead (see `adk_pairing.adk_compat`).
+        Waits first for shielded reads whose callers were cancelled, so none is
+        left running against a closed engine. google-adk 1.20's
+        ``DatabaseSessionService`` has no ``close``; its ``db_engine`` is
+        disposed instead (see `adk_pairing.adk_compat`).
         """
+        if self._reads_in_flight:
+            await asyncio.gather(*self._reads_in_flight, return_exceptions=True)
         await close_session_service(self._inner)
 
     async def __aenter__(self) -> PairingSessionService:
@@ -253,7 +281,13 @@ class PairingSessionService(BaseSessionService):
             return await self._inner.append_event(session, event)
         inner = view_state.inner
         stored_before = len(inner.events)
-        appended = await self._inner.append_event(inner, event)
+        delta = event.actions.state_delta if event.actions is not None else None
+        state_before = {key: inner.state.get(key, _ABSENT) for key in delta} if delta else None
+        try:
+            appended = await self._inner.append_event(inner, event)
+        except BaseException:
+            _undo_unstored_append(inner, stored_before, state_before)
+            raise
         try:
             view_state.catch_up(session, stored_before)
         except Exception:
@@ -276,6 +310,20 @@ class PairingSessionService(BaseSessionService):
         return stored is None or is_owned_by(
             stored, app_name=app_name, user_id=user_id, session_id=session_id
         )
+
+    async def _shielded(self, read: Awaitable[Session | None]) -> Session | None:
+        """Awaits `read`, which runs to its end even if the caller is cancelled."""
+        task = asyncio.ensure_future(read)
+        self._reads_in_flight.add(task)
+        task.add_done_callback(self._read_finished)
+        return await asyncio.shield(task)
+
+    def _read_finished(self, task: asyncio.Future[Session | None]) -> None:
+        self._reads_in_flight.discard(task)
+        # Marks the outcome as seen: a read whose caller was cancelled has
+        # nobody left to raise to, and asyncio would log it as never retrieved.
+        if not task.cancelled():
+            task.exception()
 
     # -- views --------------------------------------------------------------
 
@@ -329,6 +377,38 @@ class PairingSessionService(BaseSessionService):
                         stored.user_id,
                         stored.id,
                     )
+
+
+#: Marks a state key that did not exist before an append.
+_ABSENT = object()
+
+
+def _undo_unstored_append(
+    inner: Session, stored_before: int, state_before: dict[str, Any] | None
+) -> None:
+    """Takes back what a failed append left in the inner session object (no phantom).
+
+    ADK's base ``append_event`` updates the session object (state, then
+    events) before stores such as Redis write it; when the write raises, the
+    object holds what the store does not. Only the event's own state keys are
+    restored: O(delta), not O(state).
+    """
+    del inner.events[stored_before:]
+    if state_before:
+        state = inner.state
+        for key, value in state_before.items():
+            if value is _ABSENT:
+                state.pop(key, None)
+            else:
+                state[key] = value
+
+
+def _cancelled_reads_lock_the_store(inner: BaseSessionService) -> bool:
+    """Whether `inner` is ADK's `DatabaseSessionService` on SQLite (see the module docstring)."""
+    if not any(cls.__name__ == "DatabaseSessionService" for cls in type(inner).__mro__):
+        return False
+    dialect = getattr(getattr(inner, "db_engine", None), "dialect", None)
+    return getattr(dialect, "name", None) == "sqlite"
 
 
 def _cache_key(session: Session) -> SessionKey:

@@ -11,16 +11,16 @@ returned. The rules it keeps:
   and every append goes to the inner service with that object, never with the
   view. ADK's stores append to the session object they are given
   (``BaseSessionService.append_event`` ends in ``session.events.append``,
-  ``sessions/base_session_service.py``) and check it against their revision
+  ``sessions/base_session_service.py:185`` in 2.13) and check it against their revision
   markers (``DatabaseSessionService.append_event`` compares
   ``_storage_update_marker``, ``sessions/database_session_service.py:978`` in
   2.13): given the view they would persist synthetic events and compare the
   wrong marker.
 * After an append the view equals what a fresh read would return, including
-  inside a running turn: ADK's runner builds the next request from the very
-  session object it appended to (``runners.py``, ``_append_event`` then the
-  flow reads ``invocation_context.session.events``), so a view that lagged one
-  event would send an unanswered call to the model.
+  inside a running turn: ADK's runner appends to the very session object the
+  next request is built from (``append_event(session=invocation_context.session,
+  ...)``, ``runners.py:1554`` in 2.13), so a view that lagged one event would
+  send an unanswered call to the model.
 * The upkeep is incremental: O(parts of the new events), plus one re-render of
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, or an append after a response event that made the
@@ -45,8 +45,8 @@ from pydantic import PrivateAttr
 from .analysis import PairingLedger, build_ledger, is_rewind
 from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
 
-#: Whether the running ADK's `Session` carries a storage revision marker
-#: (``DatabaseSessionService`` writes one from 1.2x on); a view mirrors it.
+#: Whether the running ADK's `Session` carries a storage revision marker (absent
+#: in 1.20.0, present in 1.39.1 and every 2.x); a view mirrors it.
 HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 
 

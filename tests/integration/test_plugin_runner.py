@@ -9,6 +9,7 @@ Gemini, strict alternation).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import pytest
@@ -56,21 +57,46 @@ def plugin_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+async def held_open_job_then_user_text(
+    backend: Backend,
+    plugin: PairingPlugin,
+    *,
+    wrapped: bool,
+    caplog: pytest.LogCaptureFixture | None = None,
+    job_name: str = "r",
+) -> tuple[Harness, str]:
+    """Two turns in a new session: the model starts a long-running job
+    (``job_1``, which ADK holds open), then the user asks "how is it going?".
+
+    Logs are captured, when `caplog` is given, for the second turn only.
+    Returns the harness and the session id.
+    """
+    harness = Harness.build(
+        backend,
+        wrapped=wrapped,
+        plugins=[plugin],
+        steps=[calls(call("start_job", {"name": job_name}, id="job_1")), text("Running.")],
+    )
+    session_id = await harness.new_session()
+    await harness.turn(session_id, "start the report job")
+    capturing = (
+        caplog.at_level(logging.WARNING, logger="adk_pairing")
+        if caplog is not None
+        else contextlib.nullcontext()
+    )
+    with capturing:
+        await harness.turn(session_id, "how is it going?")
+    return harness, session_id
+
+
 async def test_plugin_alone_answers_a_pending_call_followed_by_user_text(
     backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:
     # ADK keeps a long-running call it holds open in the request on every
     # version; followed by plain user text, Anthropic rejects it.
-    harness = Harness.build(
-        backend,
-        wrapped=False,
-        plugins=[PairingPlugin()],
-        steps=[calls(call("start_job", {"name": "secret-report"}, id="job_1")), text("Running.")],
+    harness, session_id = await held_open_job_then_user_text(
+        backend, PairingPlugin(), wrapped=False, caplog=caplog, job_name="secret-report"
     )
-    session_id = await harness.new_session()
-    await harness.turn(session_id, "start the report job")
-    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
-        await harness.turn(session_id, "how is it going?")
 
     assert_every_request_satisfies_all_rules(harness.script)
     last = harness.script.last
@@ -134,16 +160,9 @@ async def test_view_and_plugin_merge_the_views_placeholder_with_the_users_text_q
 ) -> None:
     # The view answers the pending call in an event of its own, so the request
     # holds two user contents in a row; the plugin merges them, results first.
-    harness = Harness.build(
-        backend,
-        wrapped=True,
-        plugins=[PairingPlugin()],
-        steps=[calls(call("start_job", {"name": "r"}, id="job_1")), text("Running.")],
+    harness, _ = await held_open_job_then_user_text(
+        backend, PairingPlugin(), wrapped=True, caplog=caplog
     )
-    session_id = await harness.new_session()
-    await harness.turn(session_id, "start the report job")
-    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
-        await harness.turn(session_id, "how is it going?")
 
     assert_every_request_satisfies_all_rules(harness.script)
     last = harness.script.last
@@ -206,14 +225,8 @@ async def test_text_and_call_in_one_part_keeps_the_call_and_its_result_paired(
 async def test_plugin_answers_with_its_own_placeholder_text_when_given_one(
     backend: Backend,
 ) -> None:
-    harness = Harness.build(
-        backend,
-        wrapped=False,
-        plugins=[PairingPlugin(pending_text="Hold on, it is running.")],
-        steps=[calls(call("start_job", {"name": "r"}, id="job_1")), text("Running.")],
+    harness, _ = await held_open_job_then_user_text(
+        backend, PairingPlugin(pending_text="Hold on, it is running."), wrapped=False
     )
-    session_id = await harness.new_session()
-    await harness.turn(session_id, "start it")
-    await harness.turn(session_id, "and?")
     (placeholder,) = harness.script.last.responses_with_status(CallStatus.PENDING.value)
     assert placeholder.response["message"] == "Hold on, it is running."

@@ -184,18 +184,25 @@ def _database_store(uri: str, apps: list[str], corrupt: Callable[[list[str]], No
     return Seeded(uri, apps, session_ids=ids)
 
 
-def _db_sqlite_store(tmp_path: Path) -> Seeded:
-    path = tmp_path / "database.db"
+def _sqlite_corrupter(path: Path, column: str, broken: str) -> Callable[[list[str]], None]:
+    """Sets `column` to `broken` in the events of the given sessions that mention "breaks"."""
 
     def corrupt(session_ids: list[str]) -> None:
         with sqlite3.connect(path) as connection:
             for session_id in session_ids:
                 connection.execute(
-                    'UPDATE events SET event_data = \'{"content": 5, "author": "agent"}\' '
-                    "WHERE session_id = ? AND event_data LIKE '%breaks%'",
-                    (session_id,),
+                    f"UPDATE events SET {column} = ? "
+                    f"WHERE session_id = ? AND {column} LIKE '%breaks%'",
+                    (broken, session_id),
                 )
 
+    return corrupt
+
+
+def _db_sqlite_store(tmp_path: Path) -> Seeded:
+    path = tmp_path / "database.db"
+
+    corrupt = _sqlite_corrupter(path, "event_data", '{"content": 5, "author": "agent"}')
     return _database_store(f"sqlite+aiosqlite:///{path}", _apps(), corrupt)
 
 
@@ -216,15 +223,7 @@ def _db_sqlite_v0_store(tmp_path: Path) -> Seeded:
     v0.Base.metadata.create_all(engine)
     engine.dispose()
 
-    def corrupt(session_ids: list[str]) -> None:
-        with sqlite3.connect(path) as connection:
-            for session_id in session_ids:
-                connection.execute(
-                    "UPDATE events SET content = '{\"parts\": 5}' "
-                    "WHERE session_id = ? AND content LIKE '%breaks%'",
-                    (session_id,),
-                )
-
+    corrupt = _sqlite_corrupter(path, "content", '{"parts": 5}')
     seeded = _database_store(f"sqlite+aiosqlite:///{path}", _apps(), corrupt)
     with sqlite3.connect(path) as connection:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}

@@ -137,6 +137,7 @@ def traits(events: list[Event]) -> set[str]:
     found: set[str] = set()
     calls: Counter[str] = Counter()
     results: Counter[str] = Counter()
+    open_ids: set[str | None] = set()
     for event in events:
         if has_rewind(event):
             found.add("a rewind with content" if event.content else "a rewind")
@@ -146,6 +147,10 @@ def traits(events: list[Event]) -> set[str]:
         ids = [c.id for c in event.get_function_calls() if c.id]
         if len(ids) != len(set(ids)):
             found.add("a call id twice in one event")
+        if open_ids.intersection(ids):
+            found.add("a call id reused while an earlier call with it is open")
+        open_ids.update(ids)
+        open_ids.difference_update(r.id for r in event.get_function_responses())
         calls.update(c.id or c.name for c in event.get_function_calls())
         results.update(r.id or r.name for r in event.get_function_responses())
     if any(count > calls[key] for key, count in results.items()):

@@ -1,8 +1,9 @@
 """Memory: what serving sessions costs with the decorator, and the bounds of what it keeps.
 
-Two forked children (so each starts from the same memory, ADK already
-imported) serve the same sessions over ``InMemorySessionService``, one
-unwrapped and one through `PairingSessionService` with its defaults; each
+Two fresh child processes (spawned, not forked: a fork inherits the memory
+earlier tests freed, and grows into it) serve the same sessions over
+``InMemorySessionService``, one unwrapped and one through
+`PairingSessionService` with its defaults; each
 reports its resident set growth per 1,000 sessions. A session is served as a
 Runner serves a turn: a full read, then the user's message, a call, its
 result or not (a call left missing or held open in half the sessions) and a
@@ -73,10 +74,8 @@ def _rss_bytes() -> int:
 
 
 def _measure(wrapped: bool, sessions: int, pipe: Connection) -> None:
-    """Runs in a forked child: serves `sessions` and sends back its RSS growth."""
+    """Runs in a spawned child: serves `sessions` and sends back its RSS growth."""
     logging.getLogger("adk_pairing").disabled = True  # a real handler writes logs out
-    # As in a new process: forget what earlier tests in this one logged.
-    service_module._logged_missing_calls = service_module._OncePerCall()
 
     async def run() -> dict[str, int]:
         inner = InMemorySessionService()
@@ -97,7 +96,7 @@ def _measure(wrapped: bool, sessions: int, pipe: Connection) -> None:
 
 
 def _in_child(wrapped: bool, sessions: int) -> dict[str, int]:
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_measure, args=(wrapped, sessions, sender))
     child.start()

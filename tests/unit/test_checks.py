@@ -356,3 +356,14 @@ def test_anthropic_verdict_is_the_one_of_a_converter_without_id_rewriting(
         patch.setattr(checks, "_anthropic_converter", _plain_converter)
         plain = anthropic_violations(contents)
     assert with_adk == plain
+
+
+def test_a_request_the_converters_cannot_build_is_a_violation_not_an_exception() -> None:
+    """ADK raises before sending such a request, so no provider accepts it."""
+    nameless = [user(text("q")), model(types.Part(function_call=types.FunctionCall(id="c1")))]
+    found = request_violations(nameless)
+    assert found["anthropic"] == [
+        "ADK's Anthropic converter cannot send this request: AssertionError"
+    ]
+    # 2.x's LiteLlm refuses a nameless call; 1.20.0 sends it, without a tool message.
+    assert found["openai_chat"]

@@ -244,6 +244,24 @@ async def test_scan_counts_vanished_and_unreadable_sessions_apart() -> None:
     assert len(done) == 12
 
 
+async def test_an_unreadable_sessions_reason_never_shows_the_stores_password() -> None:
+    # A driver may echo the password outside any URI (redis-py's port error
+    # does); the reason is masked for the store's URI like every other line.
+    password = "S3cret#Pw"
+
+    class EchoingService(_CountingService):
+        async def get_session(self, **kwargs: Any) -> Session | None:
+            raise ValueError(f"Port could not be cast to integer value as '{password}'")
+
+    store = OpenedStore(
+        service=EchoingService(1), uri=f"redis://:{password}@127.0.0.1:1/0", read_only="-"
+    )
+    result = await scan_store(store, ScanOptions(apps=["a"]))
+    assert len(result.unreadable) == 1
+    assert password not in result.unreadable[0]["error"]
+    assert "***" in result.unreadable[0]["error"]
+
+
 def test_exit_code_follows_fail_on() -> None:
     result = ScanResult(
         store="x", apps=["a"], user=None, read_only="-", missing_calls=0, pending_calls=2

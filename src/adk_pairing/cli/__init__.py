@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -160,6 +160,7 @@ def scan(
         ReaderChoice,
         ScanOptions,
         ScanResult,
+        broken_session_record,
         render,
         scan_store,
         scan_with_progress,
@@ -179,7 +180,7 @@ def scan(
     hooks = Hooks()
     if json_lines:
         hooks = Hooks(
-            on_broken=lambda found: _print_line(_broken_record(found)),
+            on_broken=lambda found: _print_line(broken_session_record(found)),
             on_unreadable=lambda item: _print_line({"type": "unreadable", **item}),
         )
 
@@ -224,22 +225,6 @@ def _print_line(record: dict[str, object]) -> None:
     import json
 
     print(json.dumps(record, ensure_ascii=False, allow_nan=False), flush=True)
-
-
-def _broken_record(found: list[Any]) -> dict[str, object]:
-    """One ``--json-lines`` record: a broken session and its unanswered calls."""
-    from dataclasses import asdict
-
-    first = found[0]
-    return {
-        "type": "session",
-        "app": first.app,
-        "user": first.user,
-        "session": first.session,
-        "missing_calls": sum(1 for f in found if f.status == "missing"),
-        "pending_calls": sum(1 for f in found if f.status == "pending"),
-        "findings": [asdict(f) for f in found],
-    }
 
 
 @app.command()

@@ -52,6 +52,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import CallStatus, analyze
+from ..factory import mask_secrets
 from ._common import CliError, explain, human_age, short
 from ._direct import (
     DEFAULT_BATCH_SIZE,
@@ -121,9 +122,9 @@ class AppCounts:
         self.sessions_with_pending += 1 if pending else 0
 
 
-@dataclass
-class ScanResult:
-    """Counts and findings of one scan."""
+@dataclass(kw_only=True)
+class ScanResult(AppCounts):
+    """Counts and findings of one scan: the counts (inherited) sum those of `per_app`."""
 
     store: str
     apps: list[str]
@@ -135,12 +136,6 @@ class ScanResult:
     fallback_reason: str | None = None
     since: float | None = None
     until: float | None = None
-    sessions_scanned: int = 0
-    healthy_sessions: int = 0
-    sessions_with_missing: int = 0
-    sessions_with_pending: int = 0
-    missing_calls: int = 0
-    pending_calls: int = 0
     vanished_sessions: int = 0
     per_app: dict[str, AppCounts] = field(default_factory=dict)
     unreadable: list[dict[str, str]] = field(default_factory=list)
@@ -157,32 +152,15 @@ class ScanResult:
         }[fail_on]
         return 1 if found else 0
 
-    def counts(self) -> dict[str, int]:
-        return {
-            "sessions_scanned": self.sessions_scanned,
-            "healthy_sessions": self.healthy_sessions,
-            "sessions_with_missing": self.sessions_with_missing,
-            "sessions_with_pending": self.sessions_with_pending,
-            "missing_calls": self.missing_calls,
-            "pending_calls": self.pending_calls,
-        }
-
     def record(self, app: str, found: list[Finding], *, keep: bool) -> None:
-        counts = self.per_app.setdefault(app, AppCounts())
-        counts.add(found)
-        self.sessions_scanned += 1
-        total = AppCounts()
-        total.add(found)
-        self.healthy_sessions += total.healthy_sessions
-        self.sessions_with_missing += total.sessions_with_missing
-        self.sessions_with_pending += total.sessions_with_pending
-        self.missing_calls += total.missing_calls
-        self.pending_calls += total.pending_calls
+        for counts in (self.per_app.setdefault(app, AppCounts()), self):
+            counts.add(found)
         if keep:
             self.findings.extend(found)
 
     def record_unreadable(self, app: str, user: str, session: str, error: str) -> dict[str, str]:
-        self.per_app.setdefault(app, AppCounts()).unreadable_sessions += 1
+        for counts in (self.per_app.setdefault(app, AppCounts()), self):
+            counts.unreadable_sessions += 1
         item = {"app": app, "user": user, "session": session, "error": error}
         self.unreadable.append(item)
         return item
@@ -222,6 +200,22 @@ def findings_of(
     return found
 
 
+def broken_session_record(found: Sequence[Finding]) -> dict[str, Any]:
+    """One ``--json-lines`` record: a broken session (`found` is not empty) and its calls."""
+    counts = AppCounts()
+    counts.add(found)
+    first = found[0]
+    return {
+        "type": "session",
+        "app": first.app,
+        "user": first.user,
+        "session": first.session,
+        "missing_calls": counts.missing_calls,
+        "pending_calls": counts.pending_calls,
+        "findings": [asdict(f) for f in found],
+    }
+
+
 @dataclass
 class ScanOptions:
     """What to scan and how; `scan_store`'s knobs, as the CLI sets them."""
@@ -247,10 +241,6 @@ class Hooks:
     #: set, findings are not kept in the result (memory stays flat).
     on_broken: Callable[[list[Finding]], None] | None = None
     on_unreadable: Callable[[dict[str, str]], None] | None = None
-
-
-class _SessionTimeout(Exception):
-    pass
 
 
 async def scan_store(
@@ -291,7 +281,7 @@ async def scan_store(
     try:
         if reader is not None and options.reader is not ReaderChoice.GET_SESSION:
             result.reader = f"direct: {reader.description}"
-            await _scan_direct(reader, window, options, hooks, result)
+            await _scan_direct(reader, window, options, hooks, result, store.uri)
             if apps is None:
                 # The apps the reader met (listing them first would cost Redis a
                 # second pass over every session).
@@ -304,7 +294,7 @@ async def scan_store(
                 result.fallback_reason = None
                 apps = result.apps = await reader.list_apps()
                 window = dataclasses.replace(window, apps=apps)
-            await _scan_with_get_session(store.service, window, options, hooks, result)
+            await _scan_with_get_session(store.service, window, options, hooks, result, store.uri)
     finally:
         close = getattr(reader, "close", None)
         if close is not None:
@@ -348,12 +338,22 @@ def _unreadable(
         hooks.on_unreadable(item)
 
 
+def _why_unreadable(error: BaseException, uri: str) -> str:
+    """One line on why a session could not be read, `uri`'s password masked.
+
+    The store is named "the store" (the header shows it); the password is
+    masked even where a driver echoes it outside a URI.
+    """
+    return mask_secrets(explain(error, None), uri)
+
+
 async def _scan_direct(
     reader: DirectReader,
     window: Window,
     options: ScanOptions,
     hooks: Hooks,
     result: ScanResult,
+    uri: str,
 ) -> None:
     if hooks.on_total is not None:
         hooks.on_total(await reader.count(window))
@@ -369,7 +369,7 @@ async def _scan_direct(
             reason = (
                 str(item.error)
                 if isinstance(item.error, SessionTimedOut)
-                else explain(item.error, None)
+                else _why_unreadable(item.error, uri)
             )
             _unreadable(result, hooks, item.app, item.user, item.session, reason)
         else:
@@ -386,6 +386,7 @@ async def _scan_with_get_session(
     options: ScanOptions,
     hooks: Hooks,
     result: ScanResult,
+    uri: str,
 ) -> None:
     assert window.apps is not None
     if window.user is None and list_sessions_requires_user(service):
@@ -423,7 +424,7 @@ async def _scan_with_get_session(
         except Exception as error:
             # Shown with its traceback under --debug; otherwise only the one-line reason.
             logger.warning("could not read session %s of user %s", session_id, user, exc_info=True)
-            _unreadable(result, hooks, app, user, session_id, explain(error, None))
+            _unreadable(result, hooks, app, user, session_id, _why_unreadable(error, uri))
         finally:
             semaphore.release()
             if hooks.on_session_done is not None:
@@ -481,7 +482,7 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
-def _counts_line(counts: AppCounts | ScanResult) -> str:
+def _counts_line(counts: AppCounts) -> str:
     return (
         f"{counts.healthy_sessions:,} healthy, "
         f"{counts.sessions_with_missing:,} with missing calls "

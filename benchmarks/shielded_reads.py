@@ -1,0 +1,152 @@
+"""What shielding reads of a SQLite DatabaseSessionService from cancellation buys and costs.
+
+Two measurements, each wrapped against unwrapped (and shielded against not) in the
+same run, printed as ratios:
+
+* **stress**: a read is cancelled after a random delay (0-3 ms: before, during or
+  after its events query), then a write follows at once with a 0.2 s busy timeout,
+  the cyclic garbage collector left on as in production. Counts the writes that
+  failed with "database is locked" and the slowest write.
+* **cost**: the median ratio of a shielded to an unshielded read through the
+  decorator (and to the unwrapped read), over interleaved pairs.
+
+    .venv/bin/python benchmarks/shielded_reads.py [--cancels 300] [--rounds 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.genai import types
+from sqlalchemy.exc import OperationalError
+from suites import quiet_adk_pairing_logs
+
+from adk_pairing import PairingSessionService
+
+APP, USER = "app", "user"
+BUSY_TIMEOUT_S = 0.2
+
+
+def _text(index: int) -> Event:
+    return Event(
+        invocation_id=f"inv-{index}",
+        author="agent",
+        content=types.Content(role="model", parts=[types.Part(text=f"answer {index}")]),
+    )
+
+
+async def _store(path: Path, events: int) -> tuple[DatabaseSessionService, str]:
+    store = DatabaseSessionService(
+        db_url=f"sqlite+aiosqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_S}
+    )
+    session = await store.create_session(app_name=APP, user_id=USER)
+    for index in range(events):
+        await store.append_event(session, _text(index))
+    return store, session.id
+
+
+async def stress(reader_kind: str, cancels: int, seed: int) -> tuple[int, float]:
+    """(writes that failed as locked, slowest write in ms) over `cancels` cancelled reads."""
+    chooser = random.Random(seed)
+    with tempfile.TemporaryDirectory() as workdir:
+        store, session_id = await _store(Path(workdir) / "s.db", 20)
+        reader: BaseSessionService = (
+            PairingSessionService(store) if reader_kind == "wrapped" else store
+        )
+        locked, slowest = 0, 0.0
+        try:
+            for index in range(cancels):
+                read = asyncio.create_task(
+                    reader.get_session(app_name=APP, user_id=USER, session_id=session_id)
+                )
+                await asyncio.sleep(chooser.uniform(0, 0.003))
+                read.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await read
+                started = time.perf_counter()
+                try:
+                    session = await store.get_session(
+                        app_name=APP, user_id=USER, session_id=session_id
+                    )
+                    await store.append_event(session, _text(100 + index))
+                except OperationalError as error:
+                    if "locked" not in str(error):
+                        raise
+                    locked += 1
+                slowest = max(slowest, time.perf_counter() - started)
+        finally:
+            if isinstance(reader, PairingSessionService):
+                await reader.close()
+            else:
+                await store.close()
+    return locked, slowest * 1000
+
+
+async def cost(events: int, rounds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as workdir:
+        store, session_id = await _store(Path(workdir) / "s.db", events)
+        shielded = PairingSessionService(store)
+        unshielded = PairingSessionService(store)
+        unshielded._shield_reads = False  # the same decorator, reads not shielded
+        assert shielded._shield_reads
+        readers = {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
+        times: dict[str, list[float]] = {name: [] for name in readers}
+        ratios: list[float] = []
+        to_unwrapped: list[float] = []
+        for round_number in range(rounds + 10):
+            names = list(readers)
+            random.Random(round_number).shuffle(names)
+            took = {}
+            for name in names:
+                started = time.perf_counter()
+                await readers[name].get_session(app_name=APP, user_id=USER, session_id=session_id)
+                took[name] = time.perf_counter() - started
+            if round_number < 10:
+                continue  # warm-up
+            for name, seconds in took.items():
+                times[name].append(seconds)
+            ratios.append(took["shielded"] / took["unshielded"])
+            to_unwrapped.append(took["shielded"] / took["unwrapped"])
+        await store.close()
+    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
+    return {
+        **medians,
+        "shielded/unshielded": statistics.median(ratios),
+        "shielded/unwrapped": statistics.median(to_unwrapped),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cancels", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    quiet_adk_pairing_logs()
+    print(f"stress: {args.cancels} reads cancelled at 0-3 ms, each followed by a write")
+    for kind in ("unwrapped", "wrapped"):
+        locked, slowest = await stress(kind, args.cancels, args.seed)
+        print(f"  {kind:9}  writes locked: {locked:4}  slowest write: {slowest:7.1f} ms")
+    print(f"cost: median of {args.rounds} interleaved reads, SQLite file")
+    for events in (10, 100, 1000):
+        row = await cost(events, args.rounds if events < 1000 else max(args.rounds // 5, 20))
+        print(
+            f"  {events:5} events: unwrapped {row['unwrapped']:8.0f} us  "
+            f"unshielded {row['unshielded']:8.0f} us  shielded {row['shielded']:8.0f} us  "
+            f"shielded/unshielded {row['shielded/unshielded']:.3f}  "
+            f"shielded/unwrapped {row['shielded/unwrapped']:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
