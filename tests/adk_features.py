@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-from pathlib import Path
 
 import pytest
 from google.adk.runners import Runner
@@ -74,32 +73,12 @@ def requires(present: bool, feature: str) -> pytest.MarkDecorator:
 
 
 # -- known gaps on older versions, owned elsewhere -----------------------------
-# Tests that fail on some versions because of the view's or the checker's
-# semantics against an older ADK (issue 11, items 2-4) are marked with
-# `known_gap`: a strict xfail, so the mark must go once the gap is fixed. The
-# conditions are probes of ADK's own code, not version numbers.
-
-
-def _adk_source_contains(text: str, *modules: str) -> bool:
-    for name in modules:
-        try:
-            spec = importlib.util.find_spec(name)
-        except ImportError:
-            continue
-        if spec is not None and spec.origin and text in Path(spec.origin).read_text():
-            return True
-    return False
-
-
-#: ADK's request builder still checks that the last response event answers
-#: only the calls of one call event, and raises ``ValueError: Last response
-#: event should only contain the responses...`` otherwise (1.20 to 2.10).
-BUILDER_CHECKS_LAST_RESPONSE = _adk_source_contains(
-    "Last response event should only contain",
-    "google.adk.flows.llm_flows.contents",
-    "google.adk.flows.llm_flows._tool_call_rearranger",
-    "google.adk.flows.llm_flows.tools._rearranger",
-)
+# Tests that fail on some versions because of the checker's semantics against
+# an older ADK (issue 11, item 4) are marked with `known_gap`: a strict xfail,
+# so the mark must go once the gap is fixed. The conditions are probes of ADK's
+# own code, not version numbers. (The view's gaps, items 2-3, went with
+# h-builders: the view follows `adk_pairing.builder_traits`, and the tests that
+# marked them assert each builder's behaviour instead.)
 
 
 #: ADK's request builder raises ``ValueError: No function call event found for
@@ -124,55 +103,6 @@ def _builder_rejects_orphan_responses() -> bool:
 
 
 BUILDER_REJECTS_ORPHAN_RESPONSES = _builder_rejects_orphan_responses()
-
-
-def _builder_moves_the_latest_result_to_an_earlier_call_with_its_id() -> bool:
-    """Whether ADK's request builder answers an earlier call with a later result of its id.
-
-    History: ``call_1`` answered "real", later another ``call_1`` answered by a
-    placeholder. Older builders (google-adk <= 2.6) index results by id, so the
-    first call is sent with the placeholder instead of its own result.
-    """
-    from google.adk.events.event import Event
-    from google.adk.flows.llm_flows.contents import _get_contents
-    from google.genai import types
-
-    def said(author: str, role: str, part: types.Part) -> Event:
-        return Event(author=author, content=types.Content(role=role, parts=[part]))
-
-    def called(name: str) -> types.Part:
-        return types.Part(function_call=types.FunctionCall(id="call_1", name=name, args={}))
-
-    def answered(name: str, value: str) -> types.Part:
-        return types.Part(
-            function_response=types.FunctionResponse(id="call_1", name=name, response={"v": value})
-        )
-
-    events = [
-        said("user", "user", types.Part(text="one")),
-        said("agent", "model", called("lookup")),
-        said("user", "user", answered("lookup", "real")),
-        said("agent", "model", types.Part(text="done")),
-        said("user", "user", types.Part(text="two")),
-        said("agent", "model", called("hang")),
-        said("agent", "user", answered("hang", "placeholder")),
-        said("user", "user", types.Part(text="three")),
-    ]
-    try:
-        contents = _get_contents(None, events, "agent")
-    except ValueError:
-        return False  # another gap (BUILDER_CHECKS_LAST_RESPONSE), not this one
-    for index, content in enumerate(contents[:-1]):
-        if any(part.function_call for part in content.parts or ()):
-            after = contents[index + 1]
-            values = [p.function_response.response for p in after.parts if p.function_response]
-            return values[:1] == [{"v": "placeholder"}]
-    return False
-
-
-BUILDER_PAIRS_REUSED_IDS_BY_LATEST = (
-    _builder_moves_the_latest_result_to_an_earlier_call_with_its_id()
-)
 
 
 def _checker_sees_an_unanswered_idless_call() -> bool:
@@ -202,20 +132,6 @@ def _checker_sees_an_unanswered_idless_call() -> bool:
 
 
 CHECKER_SEES_IDLESS_CALLS = _checker_sees_an_unanswered_idless_call()
-
-
-def _compaction_generation_counting_the_view_differently() -> bool:
-    """The sliding-window compaction of 1.39 to 2.11 (``_summarize_events_with_trace``
-    without 2.12's ``_request_content``), which covers more stored events through
-    the view than unwrapped. 1.20's first version and 2.12's rewrite do not."""
-    from google.adk.apps import compaction
-
-    return hasattr(compaction, "_summarize_events_with_trace") and not hasattr(
-        compaction, "_request_content"
-    )
-
-
-COMPACTION_COVERS_MORE_THROUGH_THE_VIEW = _compaction_generation_counting_the_view_differently()
 
 
 def known_gap(condition: bool, behaviour: str) -> pytest.MarkDecorator:

@@ -32,6 +32,29 @@ builds a model request:
 * An unanswered call is *pending* when ADK holds it open on purpose (its id is
   in the event's ``long_running_tool_ids``, or it is a confirmation,
   credential or input request) and *missing* otherwise.
+* A call sharing its `Part` with text is not a call on the wire: ADK's
+  Anthropic converter sends the text and drops the call (`never_sent_as_a_call`),
+  so a placeholder for it would be an orphan ``tool_result``. Malformed input.
+
+Older request builders pair reused ids differently, and the view must never
+make their request worse than the stored history's. Two traits, detected by
+running ADK's own functions once (`adk_pairing.builder_traits`), switch rules:
+
+* ADK <= 2.6 puts the *last* response with an id after *every* call with that
+  id. There, a response answers every call with its id, earlier or later: a
+  placeholder for a call whose id some response carries would only replace
+  that response, including after an earlier call it really answers.
+* ADK <= 2.10 walks back through the history from a trailing response event
+  that does not directly follow its call event, and raises (or truncates)
+  when an older call event reuses one of the found event's ids. When a
+  response event directly follows a call event that shares an id with an
+  older call event, that event's other open calls are *withheld* while the
+  response event is the last one with parts: the view adds no placeholder
+  between the two and leaves the calls as stored (the unwrapped request),
+  since that is the only place a placeholder can go. The next event with
+  parts ends the hazard and brings the placeholder back.
+* The same id twice in one event (malformed) is one ``tool_use`` id on the
+  wire: one result answers both, so only the first is tracked.
 
 `PairingLedger` keeps this state incrementally, one event at a time, so the
 session-service decorator can keep a view current on every ``append_event``
@@ -48,6 +71,8 @@ from typing import NamedTuple
 
 from google.adk.events.event import Event
 from google.genai.types import FunctionCall, Part
+
+from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
 
 #: Calls ADK answers only when a person (or client) does: confirmations,
 #: credential requests and ask-user/request-input prompts.
@@ -74,6 +99,8 @@ class TrackedCall:
     name: str
     held_open: bool
     answered: bool = False
+    #: Left unanswered in the view on purpose (see `PairingLedger`).
+    withheld: bool = False
 
     @property
     def status(self) -> CallStatus:
@@ -147,7 +174,7 @@ has_rewind = is_rewind
 class Observation(NamedTuple):
     """What observing one event changed."""
 
-    #: Earlier calls this event answered.
+    #: Earlier calls this event answered, or withheld from the view.
     settled: Sequence[TrackedCall]
     #: The event's own index when it made calls (all open at first), else None.
     opened: int | None
@@ -196,11 +223,35 @@ class PairingLedger:
     Only open calls are indexed: an answered call can never change again, so
     settling one is O(1) whatever the width of its event, and
     `carry_forward` copies only what later events can still change.
+
+    `traits` say how the installed ADK's request builder pairs reused ids
+    (`adk_pairing.builder_traits`); the rules they switch are in the module
+    docstring. With `track_repeated_ids`, a call whose id an earlier call of
+    the same event carries is tracked as a call of its own rather than skipped:
+    the request pass (`adk_pairing.contents`) renames such ids apart, so each
+    is its own ``tool_use`` on the wire and needs its own answer.
     """
 
-    __slots__ = ("_idless_open", "_newest_by_id", "_open", "calls")
+    __slots__ = (
+        "_answered_ids",
+        "_idless_open",
+        "_last_call_event",
+        "_newest_by_id",
+        "_open",
+        "_open_by_id",
+        "_previous_index",
+        "_seen_call_ids",
+        "_track_repeated_ids",
+        "_withheld",
+        "calls",
+        "traits",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self, traits: BuilderTraits | None = None, *, track_repeated_ids: bool = False
+    ) -> None:
+        self.traits = traits if traits is not None else builder_traits()
+        self._track_repeated_ids = track_repeated_ids
         #: Every call observed, in order (after `carry_forward`: the calls
         #: open at that point and every call observed since).
         self.calls: list[TrackedCall] = []
@@ -215,6 +266,27 @@ class PairingLedger:
         # id-less calls of that name. An emptied queue stays: it still owns
         # later responses of that name, which then answer nothing.
         self._idless_open: dict[str, deque[TrackedCall]] = {}
+        # Builders that pair by the last response (ADK <= 2.6): call id -> every
+        # open call with it, and the ids some response already carries.
+        self._open_by_id: dict[str, list[TrackedCall]] = {}
+        self._answered_ids: set[str] = set()
+        # Builders whose latest-response rearranger walks back (ADK <= 2.10):
+        # every call id seen (None for id-less), the newest call event's index
+        # and ids if it reuses one, and the index of the last event with parts.
+        self._seen_call_ids: set[str | None] = set()
+        self._last_call_event: tuple[int, frozenset[str | None]] | None = None
+        self._previous_index = -1
+        # The calls withheld while a response event is the last one.
+        self._withheld: list[TrackedCall] | None = None
+
+    @property
+    def withholding(self) -> bool:
+        """True while some calls are withheld until an event with parts follows.
+
+        `observe` does not report their release; a view kept current by
+        appends rebuilds from a fresh walk on its next append instead.
+        """
+        return self._withheld is not None
 
     @property
     def open_calls(self) -> OpenCalls:
@@ -254,6 +326,10 @@ class PairingLedger:
         calls that the events answer are appended to `settled` when given,
         and, in step with it, the (event index, part index) of each answering
         response to `answered_at` (the request pass moves responses by it).
+        One response answers one call, and `settled` holds only answered
+        calls, only under the newest builder's traits: `answered_at` needs
+        them (the older traits settle every call with an id at once, or
+        report withheld calls that nothing answered).
 
         With `stop_at_rewind`, it stops at the first rewind (`is_rewind`, with
         or without content) and returns that event's index, so the caller can
@@ -261,7 +337,11 @@ class PairingLedger:
         """
         newest_by_id = self._newest_by_id
         idless_open = self._idless_open
-        open_slots = self._open
+        by_last_response = self.traits.history_pairs_by_last_response
+        walks_back = self.traits.latest_response_walks_back
+        if answered_at is not None and (by_last_response or walks_back):
+            raise ValueError("answered_at needs a ledger with NEWEST_BUILDER traits")
+        holding = self._withheld is not None
         index = start - 1
         for event in events:
             index += 1
@@ -276,7 +356,12 @@ class PairingLedger:
             parts = content.parts
             if not parts:
                 continue
+            if holding:
+                # The result is no longer last: the placeholder is safe again.
+                self._release_withheld()
+                holding = False
             calls_here: list[tuple[int, Part]] | None = None
+            response_ids: set[str | None] | None = None
             part_index = -1
             for part in parts:
                 part_index += 1
@@ -292,7 +377,15 @@ class PairingLedger:
                 if response is None:
                     continue
                 response_id = response.id
+                if walks_back:
+                    if response_ids is None:
+                        response_ids = {response_id or None}
+                    else:
+                        response_ids.add(response_id or None)
                 if response_id:
+                    if by_last_response:
+                        self._settle_every_call_with(response_id, settled)
+                        continue
                     # Only open calls are indexed, so a hit is always open.
                     call = newest_by_id.pop(response_id, None)
                 else:
@@ -300,17 +393,14 @@ class PairingLedger:
                     call = queue.popleft() if queue else None
                 if call is None:
                     continue
-                call.answered = True
-                slot = open_slots[call.event_index]
-                del slot[call.part_index]
-                if not slot:
-                    del open_slots[call.event_index]
-                if settled is not None:
-                    settled.append(call)
-                    if answered_at is not None:
-                        answered_at.append((index, part_index))
+                self._settle(call, settled)
+                if answered_at is not None:
+                    answered_at.append((index, part_index))
+            if response_ids is not None:
+                holding = self._withhold_before_a_walk_back(response_ids, settled)
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
+            self._previous_index = index
         return None
 
     def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
@@ -321,44 +411,156 @@ class PairingLedger:
         id finds the newer, answered call), and an event of id-less calls owns
         later id-less responses of their names (which then answer nothing).
         The request pass uses it to skip stretches it has checked already.
+
+        Only for a ledger with the newest builder's traits (the request pass's,
+        see `adk_pairing.contents`): under the older traits a call answered
+        where it stands also answers, or withholds, calls elsewhere, which
+        skipping it would not record.
         """
+        if self.traits != NEWEST_BUILDER:
+            raise ValueError("pass_over needs a ledger with NEWEST_BUILDER traits")
         for call_id, name in calls:
             if call_id:
                 self._newest_by_id.pop(call_id, None)
             else:
                 self._idless_open[name] = deque()
 
+    def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None) -> None:
+        call.answered = True
+        if call.withheld:
+            return  # already out of the view (see `_withhold_before_a_walk_back`)
+        slot = self._open[call.event_index]
+        del slot[call.part_index]
+        if not slot:
+            del self._open[call.event_index]
+        if settled is not None:
+            settled.append(call)
+
+    def _settle_every_call_with(self, call_id: str, settled: list[TrackedCall] | None) -> None:
+        """ADK <= 2.6: a response with an id answers every call with that id, before or after."""
+        self._answered_ids.add(call_id)
+        for call in self._open_by_id.pop(call_id, ()):
+            self._settle(call, settled)
+
+    def _withhold_before_a_walk_back(
+        self, response_ids: set[str | None], settled: list[TrackedCall] | None
+    ) -> bool:
+        """ADK <= 2.10: keeps a placeholder from sending the builder on its walk back.
+
+        The event just walked holds responses. When it directly follows a call
+        event holding one of their ids, ADK's latest-response rearranger stops
+        at once on the stored history. A placeholder for that call event's
+        other, still open calls would sit between the two, and the rearranger
+        would walk back instead; if an older call event shares an id with the
+        call event, that walk raises ``ValueError: Last response event should
+        only contain the responses...`` or truncates the history (see
+        `adk_pairing.builder_traits`). Then the open calls of that event are
+        withheld while the response event is the last one with parts: the
+        view leaves them as stored, which is exactly what the unwrapped
+        request holds. They keep their status (they are unanswered), and the
+        next event with parts releases them (`_release_withheld`). Returns
+        whether it withheld anything.
+        """
+        last = self._last_call_event
+        if last is None or last[0] != self._previous_index:
+            return False
+        call_index, call_ids = last
+        slot = self._open.get(call_index)
+        if not slot or response_ids.isdisjoint(call_ids):
+            return False
+        withheld = list(slot.values())
+        del self._open[call_index]
+        # Open calls elsewhere with a withheld id lose their placeholders too:
+        # ADK >= 2.10 drops a call no response carries the id of
+        # (``drop_orphaned_function_calls``, 2.10.0 tools/_rearranger.py:247),
+        # and a placeholder elsewhere would keep the withheld call on the wire
+        # unanswered. Rare (a reused id), so the scan over open calls is fine.
+        ids = {call.call_id for call in withheld if call.call_id is not None}
+        if ids:
+            for index in [
+                i
+                for i, calls in self._open.items()
+                if not ids.isdisjoint(call.call_id for call in calls.values())
+            ]:
+                withheld.extend(self._open.pop(index).values())
+        for call in withheld:
+            call.withheld = True
+            if settled is not None:
+                settled.append(call)
+        self._withheld = withheld
+        return True
+
+    def _release_withheld(self) -> None:
+        """Opens the withheld calls again: the response is no longer the last event."""
+        assert self._withheld is not None
+        calls = self._withheld
+        self._withheld = None
+        for call in calls:
+            call.withheld = False
+            if not call.answered:
+                self._open.setdefault(call.event_index, {})[call.part_index] = call
+        # Each event's open calls are kept in part order.
+        for index in {call.event_index for call in calls} & self._open.keys():
+            slot = self._open[index]
+            self._open[index] = dict(sorted(slot.items()))
+
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
 
-        It holds copies of the open calls only, so it costs O(open calls), not
+        It holds copies of the open (and withheld) calls only, so it costs O(open calls), not
         O(history): a caller can keep it and later observe just the events
         appended since, as if the whole history had been walked again.
         """
         copies: dict[int, TrackedCall] = {}
-        successor = PairingLedger()
-        for index, slot in self._open.items():
-            copied_slot: dict[int, TrackedCall] = {}
-            for part_index, call in slot.items():
-                copy = TrackedCall(
-                    call.event_index, call.part_index, call.call_id, call.name, call.held_open
+
+        def copy_of(call: TrackedCall) -> TrackedCall:
+            copy = copies.get(id(call))
+            if copy is None:
+                copy = copies[id(call)] = TrackedCall(
+                    call.event_index,
+                    call.part_index,
+                    call.call_id,
+                    call.name,
+                    call.held_open,
+                    call.answered,
+                    call.withheld,
                 )
-                copies[id(call)] = copied_slot[part_index] = copy
-                successor.calls.append(copy)
+            return copy
+
+        successor = PairingLedger(self.traits, track_repeated_ids=self._track_repeated_ids)
+        for index, slot in self._open.items():
+            copied_slot = {part_index: copy_of(call) for part_index, call in slot.items()}
+            successor.calls.extend(copied_slot.values())
             successor._open[index] = copied_slot
         successor._newest_by_id = {
-            call_id: copies[id(call)] for call_id, call in self._newest_by_id.items()
+            call_id: copy_of(call) for call_id, call in self._newest_by_id.items()
         }
         successor._idless_open = {
-            name: deque(copies[id(call)] for call in queue)
+            name: deque(copy_of(call) for call in queue)
             for name, queue in self._idless_open.items()
         }
+        successor._open_by_id = {
+            call_id: [copy_of(call) for call in calls]
+            for call_id, calls in self._open_by_id.items()
+        }
+        # Withheld calls are unanswered too, and can still be answered.
+        successor.calls.extend(
+            copy for copy in copies.values() if copy.withheld and not copy.answered
+        )
+        successor._answered_ids = set(self._answered_ids)
+        successor._seen_call_ids = set(self._seen_call_ids)
+        successor._last_call_event = self._last_call_event
+        successor._previous_index = self._previous_index
+        if self._withheld is not None:
+            successor._withheld = [copy_of(call) for call in self._withheld]
         return successor
 
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         newest_by_id = self._newest_by_id
+        by_last_response = self.traits.history_pairs_by_last_response
         opened: dict[int, TrackedCall] = {}
+        opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
         for part_index, part in calls_here:
             function_call: FunctionCall = part.function_call  # type: ignore[assignment]
@@ -380,22 +582,53 @@ class PairingLedger:
                 name,
                 name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
             )
-            opened[part_index] = call
-            if call_id is not None:
+            if call_id is not None and by_last_response:
+                if call_id in self._answered_ids:
+                    # ADK <= 2.6 puts the last response with this id after this
+                    # call too: a placeholder would only displace it.
+                    call.answered = True
+                    self.calls.append(call)
+                    continue
+                self._open_by_id.setdefault(call_id, []).append(call)
+            elif call_id is not None:
+                if call_id in opened_ids and not self._track_repeated_ids:
+                    # Malformed: the same id twice in one event is one tool_use
+                    # id on the wire; one result answers both (and ADK merges
+                    # results keyed by id). A second placeholder would split
+                    # this event from a model event after it that Anthropic
+                    # merges with it, orphaning the result they share. (The
+                    # request pass renames the second apart instead.)
+                    continue
+                opened_ids.add(call_id)
                 newest_by_id[call_id] = call
             else:
                 if idless_here is None:
                     idless_here = {}
                 idless_here.setdefault(name, deque()).append(call)
+            opened[part_index] = call
         self.calls.extend(opened.values())
         # This event now owns every later id-less response of these names.
         if idless_here is not None:
             self._idless_open.update(idless_here)
         if opened:
             self._open[index] = opened
+        if self.traits.latest_response_walks_back:
+            # Every call the builder sees, sent or not: its walk reads them all.
+            ids = frozenset(
+                part.function_call.id or None  # type: ignore[union-attr]
+                for _, part in calls_here
+            )
+            reuses = not self._seen_call_ids.isdisjoint(ids)
+            self._seen_call_ids |= ids
+            self._last_call_event = (index, ids) if reuses else None
 
 
-def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) -> PairingLedger:
+def build_ledger(
+    events: Sequence[Event],
+    live: Sequence[bool] | None = None,
+    *,
+    traits: BuilderTraits | None = None,
+) -> PairingLedger:
     """Runs a fresh ledger over `events`, skipping those annulled by rewinds.
 
     Without `live`, the common case (no rewind anywhere) costs one pass: the
@@ -404,13 +637,13 @@ def build_ledger(events: Sequence[Event], live: Sequence[bool] | None = None) ->
     `live_event_mask` and ADK's request builder honour a rewind on any event:
     checking only content-less events (as ADK writes rewinds) was cheaper, but
     let a rewind carrying content count here and not in the mask, so views
-    built by different paths disagreed.
+    built by different paths disagreed. `traits` default to the installed ADK's.
     """
-    ledger = PairingLedger()
+    ledger = PairingLedger(traits)
     if live is None:
         if ledger.walk(events, 0, stop_at_rewind=True) is None:
             return ledger
-        return build_ledger(events, live_event_mask(events))
+        return build_ledger(events, live_event_mask(events), traits=traits)
     for start, stop in _live_runs(live):
         ledger.walk(events[start:stop], start)
     return ledger
@@ -456,7 +689,11 @@ class PairingReport:
         return all(call.answered for call in self.calls)
 
 
-def analyze(events: Iterable[Event]) -> PairingReport:
-    """Classifies every live function call in `events`."""
+def analyze(events: Iterable[Event], *, traits: BuilderTraits | None = None) -> PairingReport:
+    """Classifies every live function call in `events`, as the installed ADK pairs them.
+
+    Pass ``traits=NEWEST_BUILDER`` for what the store holds whatever the ADK
+    release: each response answering the newest call before it with its id.
+    """
     event_list = events if isinstance(events, Sequence) else list(events)
-    return PairingReport(calls=tuple(build_ledger(event_list).calls))
+    return PairingReport(calls=tuple(build_ledger(event_list, traits=traits).calls))

@@ -48,9 +48,19 @@ The rules, which hold on every list this module returns:
 
 Who answers whom is decided by `adk_pairing.analysis.PairingLedger`, the same
 rules the view uses (newest preceding call with the id; for id-less calls, the
-newest content with an id-less call of that name, calls in order), so the view
-and the request pass can never disagree about a call. A part that holds a call
-or a result together with text is split first, so the call is not lost.
+newest content with an id-less call of that name, calls in order), always with
+the newest builder's traits (``NEWEST_BUILDER``), whatever ADK is installed.
+The view follows the installed ADK's builder traits because its events still go
+through that builder, which on google-adk <= 2.10 rearranges reused ids (see
+`adk_pairing.builder_traits`). These contents come out of that builder: nothing
+rearranges them again, the converters send them in order, and the provider
+pairs each result with the call before it. So here a result with a reused id
+answers only the newest call before it (<= 2.6's "answers every call with the
+id" would leave the older call's ``tool_use`` unanswered on the wire), and no
+placeholder is withheld (<= 2.10's walk-back hazard is already behind us; a
+withheld call would stay unanswered in the request the provider rejects). On
+google-adk >= 2.11 the two agree on every call. A part that holds a call or a
+result together with text is split first, so the call is not lost.
 
 Properties: a request that already satisfies the rules comes back as the very
 same list object; input ``Content`` and ``Part`` objects are never mutated
@@ -70,6 +80,7 @@ from typing import TYPE_CHECKING, cast
 from google.genai import types
 
 from .analysis import CallStatus, PairingLedger, TrackedCall
+from .builder_traits import NEWEST_BUILDER
 from .repair import PlaceholderTexts, placeholder_part
 
 if TYPE_CHECKING:
@@ -586,8 +597,11 @@ def _repair_segments(
         segment.turns = range(first, len(turns))
 
     # Attribution: the view's own ledger, one turn per content, passing over
-    # the segments that hold.
-    ledger = PairingLedger()
+    # the segments that hold. NEWEST_BUILDER, not the installed ADK's traits:
+    # these contents are the request as sent, after ADK's builder (see the
+    # module docstring). Every call is tracked, a repeated id in one content
+    # too: `_IdPlan` renames it apart, so it needs an answer of its own.
+    ledger = PairingLedger(NEWEST_BUILDER, track_repeated_ids=True)
     settled: list[TrackedCall] = []
     answered_at: list[tuple[int, int]] = []
     for segment in segments:

@@ -22,10 +22,13 @@ returned. The rules it keeps:
   ...)``, ``runners.py:1554`` in 2.13), so a view that lagged one event would
   send an unanswered call to the model.
 * The upkeep is incremental: O(parts of the new events), plus one re-render of
-  each call event an appended response settles. Only a rewind, or a store that
-  shrank the history, makes it rebuild the whole view, because a rewind can
-  annul events already shown (ADK drops every event from the first event of the
-  rewound invocation up to the rewind, ``events/_rewind_events.py``).
+  each call event an appended response settles. Only a rewind, a store that
+  shrank the history, or an append after a response event that made the
+  ledger withhold calls makes it rebuild the whole view: a rewind can annul
+  events already shown (ADK drops every event from the first event of the
+  rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
+  withheld calls' placeholders come back once the response event is no longer
+  last (ADK <= 2.10's walk-back hazard, `adk_pairing.analysis`).
 * The view mirrors the inner session's ``state``, ``last_update_time`` and the
   storage revision marker after every append, so code that reads them from the
   session it holds (the runner does) sees what the store wrote.
@@ -84,6 +87,13 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
+            if ledger.withholding:
+                # The next event with parts releases the withheld calls (ADK
+                # <= 2.10, see `PairingLedger`), and `observe` does not report
+                # that release: the view is repaired again from the store's
+                # history, which the rebuild walks to its end.
+                self.rebuild(view)
+                return
             view_events.append(event)
             settled, opened = ledger.observe(event, index)
             if settled:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+
+from adk_pairing import analysis
 from adk_pairing.analysis import CallStatus, PairingLedger, analyze, live_event_mask
+from adk_pairing.builder_traits import NEWEST_BUILDER
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
+
+
+@pytest.fixture(autouse=True)
+def newest_builder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests state the newest request builder's rules; older ones: test_builder_rules."""
+    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
 
 
 def statuses(events: list) -> list[tuple[str, str]]:

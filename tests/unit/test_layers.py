@@ -12,6 +12,7 @@ PACKAGE = Path(adk_pairing.__file__).parent
 PURE = (
     "analysis.py",
     "analysis_cache.py",
+    "builder_traits.py",
     "contents.py",
     "ownership.py",
     "repair.py",

@@ -18,6 +18,7 @@ import inspect
 from dataclasses import dataclass
 
 import pytest
+from google.adk import __version__ as adk_version
 from google.adk.events.event import Event
 from google.genai import types
 from hypothesis import HealthCheck, example, given, settings
@@ -25,10 +26,9 @@ from hypothesis import strategies as st
 
 from adk_pairing import analyze, is_synthetic, repaired_events
 from adk_pairing.analysis import PairingLedger, TrackedCall, _live_runs, build_ledger
+from adk_pairing.builder_traits import NEWEST_BUILDER, builder_traits
 from adk_pairing.checks import anthropic_pairing_violations
 from tests.adk_features import (
-    BUILDER_CHECKS_LAST_RESPONSE,
-    BUILDER_PAIRS_REUSED_IDS_BY_LATEST,
     BUILDER_REJECTS_ORPHAN_RESPONSES,
     CHECKER_SEES_IDLESS_CALLS,
     known_gap,
@@ -134,6 +134,27 @@ def adk_request_contents(events: list[Event]) -> list[types.Content]:
     return _get_contents(None, events, AGENT)
 
 
+def newest_view(events: list[Event]) -> list[Event]:
+    """The view as the newest request builder needs it (older ones: test_builder_rules)."""
+    return repaired_events(events, ledger=build_ledger(events, traits=NEWEST_BUILDER))
+
+
+#: The claims about ADK's request below hold for builders that pair reused ids
+#: by the newest call. Older ones (adk_pairing.builder_traits) attribute a
+#: reused id's result elsewhere or raise on a walk back, so the view leaves such
+#: calls as stored: the request is exactly the unwrapped one, never worse
+#: (test_request_never_worse), and only PairingPlugin can make it valid. A
+#: strict xfail, detected by the same probe the view switches on, so the mark
+#: fails the run if the claim starts holding there.
+view_alone_cannot_fix_reused_ids = pytest.mark.xfail(
+    builder_traits() != NEWEST_BUILDER,
+    reason=f"google-adk {adk_version}'s request builder mis-pairs reused ids "
+    "(adk_pairing.builder_traits): the view keeps such calls as stored, never worse "
+    "(test_request_never_worse); PairingPlugin repairs the request",
+    strict=True,
+)
+
+
 turn_lists = st.lists(planned_turns(allow_late=False), min_size=1, max_size=6)
 late_turn_lists = st.lists(planned_turns(allow_late=True), min_size=1, max_size=6)
 common = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -143,7 +164,7 @@ common = settings(max_examples=300, deadline=None, suppress_health_check=[Health
 @given(turn_lists)
 def test_repaired_history_satisfies_anthropic_pairing(turns: list[PlannedTurn]) -> None:
     events = build_history(turns)
-    assert anthropic_pairing_violations(contents_of(repaired_events(events))) == []
+    assert anthropic_pairing_violations(contents_of(newest_view(events))) == []
 
 
 def _turn(*calls: PlannedCall) -> PlannedTurn:
@@ -182,7 +203,7 @@ def test_unrepaired_history_fails_exactly_when_a_call_is_unanswered(
     turns: list[PlannedTurn],
 ) -> None:
     events = build_history(turns)
-    healthy = analyze(events).is_healthy
+    healthy = analyze(events, traits=NEWEST_BUILDER).is_healthy
     assert (anthropic_pairing_violations(contents_of(events)) == []) == healthy
 
 
@@ -190,8 +211,8 @@ def test_unrepaired_history_fails_exactly_when_a_call_is_unanswered(
 @given(turn_lists)
 def test_healthy_history_is_returned_unchanged(turns: list[PlannedTurn]) -> None:
     events = build_history(turns)
-    repaired = repaired_events(events)
-    if analyze(events).is_healthy:
+    repaired = newest_view(events)
+    if analyze(events, traits=NEWEST_BUILDER).is_healthy:
         assert all(a is b for a, b in zip(repaired, events, strict=True))
         assert len(repaired) == len(events)
     else:
@@ -204,30 +225,27 @@ def test_view_keeps_every_stored_event_in_order_and_adds_only_marked_events(
     turns: list[PlannedTurn],
 ) -> None:
     events = build_history(turns)
-    repaired = repaired_events(events)
+    repaired = newest_view(events)
     kept = [e for e in repaired if not is_synthetic(e)]
     assert [e.id for e in kept] == [e.id for e in events]
     assert [e.content for e in kept] == [e.content for e in events]
     synthetic = [e for e in repaired if is_synthetic(e)]
     assert all(e.author != "user" and e.invocation_id == "" for e in synthetic)
-    unanswered = [c for c in analyze(events).calls if c.status.value != "answered"]
+    unanswered = [
+        c for c in analyze(events, traits=NEWEST_BUILDER).calls if c.status.value != "answered"
+    ]
     assert sum(len(e.get_function_responses()) for e in synthetic) == len(unanswered)
 
 
 @common
 @given(turn_lists)
 def test_repairing_a_repaired_view_adds_nothing(turns: list[PlannedTurn]) -> None:
-    repaired = repaired_events(build_history(turns))
-    assert analyze(repaired).is_healthy
-    assert len(repaired_events(repaired)) == len(repaired)
+    repaired = newest_view(build_history(turns))
+    assert analyze(repaired, traits=NEWEST_BUILDER).is_healthy
+    assert len(newest_view(repaired)) == len(repaired)
 
 
-@known_gap(
-    BUILDER_CHECKS_LAST_RESPONSE or BUILDER_PAIRS_REUSED_IDS_BY_LATEST,
-    "with a call id reused across turns ADK's request builder raises 'Last response "
-    "event should only contain the responses...' on the view (1.20-2.10), or pairs the "
-    "earlier call with the view's placeholder (<= 2.6) (issue 11 items 2-3, the view)",
-)
+@view_alone_cannot_fix_reused_ids
 @common
 @example(REUSED_ID_BESIDE_AN_ANSWERED_CALL)
 @given(late_turn_lists)
@@ -270,10 +288,10 @@ def test_walking_a_history_in_one_pass_equals_observing_it_event_by_event(
 ) -> None:
     """`build_ledger`'s one-pass walk and the per-append `observe` apply the same rules."""
     events = build_history(turns)
-    stepwise = PairingLedger()
+    stepwise = PairingLedger(NEWEST_BUILDER)
     for index, event in enumerate(events):
         stepwise.observe(event, index)
-    walked = build_ledger(events)
+    walked = build_ledger(events, traits=NEWEST_BUILDER)
     assert _statuses(walked) == _statuses(stepwise)
     assert {i: _statuses_of(walked.open_calls[i]) for i in walked.open_calls} == {
         i: _statuses_of(stepwise.open_calls[i]) for i in stepwise.open_calls

@@ -37,6 +37,7 @@ from google.genai import types
 import adk_pairing
 from adk_pairing import PairingSessionService, analyze, is_synthetic
 from adk_pairing.analysis import CallStatus, TrackedCall
+from adk_pairing.builder_traits import NEWEST_BUILDER
 from adk_pairing.checks import RULES
 
 from .backends import Backend
@@ -229,7 +230,8 @@ class Harness:
         return session.events
 
     async def unanswered_in_store(self, session_id: str) -> list[TrackedCall]:
-        report = analyze(await self.stored_events(session_id))
+        # What the store holds, not what an older ADK's builder makes of it.
+        report = analyze(await self.stored_events(session_id), traits=NEWEST_BUILDER)
         return [call for call in report.calls if call.status is not CallStatus.ANSWERED]
 
     # -- turns ----------------------------------------------------------------

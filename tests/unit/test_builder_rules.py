@@ -1,0 +1,205 @@
+"""The rules that follow older ADK request builders, with their traits given explicitly.
+
+Each rule is checked under the traits that switch it on and under the newest
+builder's, so these tests run (and can fail) on any installed ADK. The probe
+that detects the installed ADK's traits is checked against ADK's own functions
+in `test_probe_matches_what_the_installed_builder_does`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from google.adk.events.event import Event
+from google.genai import types
+
+from adk_pairing import analysis, repaired_events
+from adk_pairing.analysis import analyze, build_ledger
+from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
+from adk_pairing.repair import PlaceholderTexts, repair_history
+
+from .events import call, model_event, response, response_event, user_text
+
+BY_LAST_RESPONSE = BuilderTraits(
+    history_pairs_by_last_response=True, latest_response_walks_back=True
+)
+WALKS_BACK = BuilderTraits(history_pairs_by_last_response=False, latest_response_walks_back=True)
+
+
+def statuses(events: list[Event], traits: BuilderTraits) -> list[tuple[str, str]]:
+    return [(c.key, c.status.value) for c in analyze(events, traits=traits).calls]
+
+
+def placeholders(events: list[Event], traits: BuilderTraits) -> list[str | None]:
+    ledger = build_ledger(events, traits=traits)
+    repaired = repair_history(events, ledger, PlaceholderTexts()).events
+    return [
+        part.function_response.id
+        for event in repaired
+        if event not in events
+        for part in (event.content.parts if event.content else None) or ()
+        if part.function_response is not None
+    ]
+
+
+def reused_id_answered_then_interrupted() -> list[Event]:
+    return [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_1")], invocation_id="inv-1"),
+        response_event([response("call_1")], invocation_id="inv-1"),
+        user_text("2", invocation_id="inv-2"),
+        model_event([call("call_1")], invocation_id="inv-2"),
+        user_text("3", invocation_id="inv-3"),
+    ]
+
+
+def test_last_response_builders_answer_every_call_with_an_id_some_response_carries() -> None:
+    events = reused_id_answered_then_interrupted()
+    assert statuses(events, BY_LAST_RESPONSE) == [("call_1", "answered"), ("call_1", "answered")]
+    assert placeholders(events, BY_LAST_RESPONSE) == []
+    # The newest builder pairs the response with the first call only.
+    assert statuses(events, NEWEST_BUILDER) == [("call_1", "answered"), ("call_1", "missing")]
+    assert placeholders(events, NEWEST_BUILDER) == ["call_1"]
+
+
+def test_last_response_builders_answer_an_earlier_call_with_a_later_response() -> None:
+    events = [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_1")], invocation_id="inv-1"),
+        user_text("2", invocation_id="inv-2"),
+        model_event([call("call_1")], invocation_id="inv-2"),
+        response_event([response("call_1")], invocation_id="inv-2"),
+    ]
+    assert placeholders(events, BY_LAST_RESPONSE) == []
+    assert placeholders(events, NEWEST_BUILDER) == ["call_1"]
+
+
+def mid_turn_parallel_call_reusing_an_id() -> list[Event]:
+    return [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_1")], invocation_id="inv-1"),
+        response_event([response("call_1")], invocation_id="inv-1"),
+        user_text("2", invocation_id="inv-2"),
+        model_event([call("call_1"), call("call_2", "job")], invocation_id="inv-2"),
+        response_event([response("call_1")], invocation_id="inv-2"),
+    ]
+
+
+def test_walk_back_builders_withhold_a_placeholder_between_a_reusing_call_and_its_result() -> None:
+    events = mid_turn_parallel_call_reusing_an_id()
+    assert placeholders(events, WALKS_BACK) == []
+    # Withheld, not answered: the call keeps its status.
+    assert statuses(events, WALKS_BACK)[-1] == ("call_2", "missing")
+    assert placeholders(events, NEWEST_BUILDER) == ["call_2"]
+
+
+def test_a_withheld_placeholder_comes_back_once_the_result_is_no_longer_last() -> None:
+    events = [*mid_turn_parallel_call_reusing_an_id(), model_event([types.Part(text="started")])]
+    assert placeholders(events, WALKS_BACK) == ["call_2"]
+    # An event without parts is not in the request: the result is still last.
+    events[-1] = Event(author="assistant", invocation_id="inv-2")
+    assert placeholders(events, WALKS_BACK) == []
+
+
+def test_walk_back_builders_keep_the_placeholder_when_no_older_call_shares_an_id() -> None:
+    events = mid_turn_parallel_call_reusing_an_id()
+    del events[:3]  # no earlier call_1
+    assert placeholders(events, WALKS_BACK) == ["call_2"]
+
+
+def test_a_withheld_call_answered_later_is_answered() -> None:
+    events = [*mid_turn_parallel_call_reusing_an_id(), response_event([response("call_2", "job")])]
+    assert statuses(events, WALKS_BACK)[-1] == ("call_2", "answered")
+
+
+def test_observing_event_by_event_withholds_as_the_walk_does() -> None:
+    events = mid_turn_parallel_call_reusing_an_id()
+    from adk_pairing.analysis import PairingLedger
+
+    ledger = PairingLedger(WALKS_BACK)
+    observed = [ledger.observe(event, index) for index, event in enumerate(events)]
+    assert not ledger.open_calls
+    # The last event settles call_1 and withholds call_2: the view drops the placeholder.
+    assert [(c.call_id, c.withheld) for c in observed[-1].settled] == [
+        ("call_1", False),
+        ("call_2", True),
+    ]
+    assert ledger.withholding
+    resumed = ledger.carry_forward()
+    assert resumed.withholding
+    resumed.observe(response_event([response("call_2", "job")]), len(events))
+    assert [c.status.value for c in resumed.calls] == ["answered"]
+    assert not resumed.withholding and not resumed.open_calls
+
+
+def test_a_call_sharing_its_part_with_text_gets_no_placeholder() -> None:
+    combined = types.Part(
+        text="let me look", function_call=types.FunctionCall(id="call_1", name="lookup")
+    )
+    events = [user_text(), model_event([combined]), user_text("next")]
+    assert analyze(events).calls == ()
+    assert repaired_events(events) == events
+
+
+def test_probe_matches_what_the_installed_builder_does() -> None:
+    """The traits are read from ADK's own functions; check them against the full builder."""
+    from tests.adk_request import build_request_contents
+
+    traits = builder_traits()
+    events = reused_id_answered_then_interrupted()[:-1]
+    events.append(user_text("3", invocation_id="inv-3"))
+    contents = build_request_contents(events)
+    first_call = next(i for i, c in enumerate(contents) if c.parts and c.parts[0].function_call)
+    after_first = contents[first_call + 1].parts[0].function_response
+    assert after_first is not None
+    assert after_first.id == "call_1"
+    walked = mid_turn_parallel_call_reusing_an_id()
+    walked.insert(-1, response_event([response("call_2", "job")]))
+    try:
+        build_request_contents(walked)
+        raised = False
+    except ValueError:
+        raised = True
+    assert raised == traits.latest_response_walks_back
+
+
+def test_withholding_a_call_withholds_open_calls_elsewhere_with_its_id() -> None:
+    """ADK >= 2.10 drops a call whose id no response carries; a placeholder elsewhere would not."""
+    events = [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_2")], invocation_id="inv-1"),
+        model_event([call(None), call("call_2")], invocation_id="inv-1"),
+        response_event([response(None)], invocation_id="inv-1"),
+    ]
+    assert placeholders(events, WALKS_BACK) == []
+    assert placeholders(events, NEWEST_BUILDER) == ["call_2", "call_2"]
+    events.append(model_event([types.Part(text="ok")], invocation_id="inv-1"))
+    assert placeholders(events, WALKS_BACK) == ["call_2", "call_2"]
+
+
+async def test_view_kept_by_appends_equals_a_fresh_read_through_withholding_and_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The release is not observed: a view kept by appends must rebuild, and match a fresh read."""
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+
+    from adk_pairing import PairingSessionService, is_synthetic
+
+    monkeypatch.setattr(analysis, "builder_traits", lambda: WALKS_BACK)
+    for cache_size in (0, 16):
+        service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
+        view = await service.create_session(app_name="app", user_id="u", session_id="s")
+        history = [
+            *mid_turn_parallel_call_reusing_an_id(),
+            Event(author="assistant", invocation_id="inv-2"),  # no content: not in a request
+            model_event([types.Part(text="started")], invocation_id="inv-2"),
+            response_event([response("call_2", "job")], invocation_id="inv-3"),
+        ]
+        seen_synthetic = []
+        for event in history:
+            await service.append_event(view, event)
+            fresh = await service.get_session(app_name="app", user_id="u", session_id="s")
+            assert [e.id for e in view.events] == [e.id for e in fresh.events]
+            seen_synthetic.append(sum(map(is_synthetic, view.events)))
+        # Placeholders for open calls; call_2 withheld while call_1's result is last
+        # (also across the content-less event), back after the model's text, gone once answered.
+        assert seen_synthetic == [0, 1, 0, 0, 1, 0, 0, 1, 0]
