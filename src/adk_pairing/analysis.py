@@ -356,10 +356,6 @@ class PairingLedger:
             parts = content.parts
             if not parts:
                 continue
-            if holding:
-                # The result is no longer last: the placeholder is safe again.
-                self._release_withheld()
-                holding = False
             calls_here: list[tuple[int, Part]] | None = None
             response_ids: set[str | None] | None = None
             part_index = -1
@@ -396,8 +392,22 @@ class PairingLedger:
                 self._settle(call, settled)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
+            if holding and not (
+                # ADK drops an event of orphan responses before looking for
+                # the last one, so it does not end the hazard.
+                calls_here is None
+                and response_ids is not None
+                and self.traits.drops_orphan_responses
+                and len(response_ids) == len(parts)
+                and None not in response_ids
+                and response_ids.isdisjoint(self._seen_call_ids)
+            ):
+                # The result is no longer last: the placeholder is safe again.
+                # (A withheld call this event answered stays answered.)
+                self._release_withheld()
+                holding = False
             if response_ids is not None:
-                holding = self._withhold_before_a_walk_back(response_ids, settled)
+                holding = self._withhold_before_a_walk_back(response_ids, settled) or holding
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
             self._previous_index = index

@@ -45,6 +45,10 @@ class BuilderTraits(NamedTuple):
 
     history_pairs_by_last_response: bool
     latest_response_walks_back: bool
+    #: 2.9 and later drop a response no call carries the id of before the
+    #: rearrangers run (``_drop_orphaned_function_responses``), so such an
+    #: event is never the builder's last one.
+    drops_orphan_responses: bool = True
 
 
 #: ADK 2.11 and later: no reused-id hazard in the request builder.
@@ -106,4 +110,7 @@ def builder_traits() -> BuilderTraits:
         walks_back = _probe_latest_response_walks_back()
     except Exception:
         walks_back = False
-    return BuilderTraits(by_last, walks_back)
+    from google.adk.flows.llm_flows import contents
+
+    drops_orphans = hasattr(contents, "_drop_orphaned_function_responses")
+    return BuilderTraits(by_last, walks_back, drops_orphans)

@@ -20,7 +20,9 @@ from adk_pairing.repair import PlaceholderTexts, repair_history
 from .events import call, model_event, response, response_event, user_text
 
 BY_LAST_RESPONSE = BuilderTraits(
-    history_pairs_by_last_response=True, latest_response_walks_back=True
+    history_pairs_by_last_response=True,
+    latest_response_walks_back=True,
+    drops_orphan_responses=False,
 )
 WALKS_BACK = BuilderTraits(history_pairs_by_last_response=False, latest_response_walks_back=True)
 
@@ -203,3 +205,16 @@ async def test_view_kept_by_appends_equals_a_fresh_read_through_withholding_and_
         # Placeholders for open calls; call_2 withheld while call_1's result is last
         # (also across the content-less event), back after the model's text, gone once answered.
         assert seen_synthetic == [0, 1, 0, 0, 1, 0, 0, 1, 0]
+
+
+def test_an_orphan_result_after_the_result_does_not_end_the_hazard_where_adk_drops_it() -> None:
+    """ADK 2.9 - 2.10 drop a result no call has the id of before looking for the last event."""
+    events = [
+        *mid_turn_parallel_call_reusing_an_id(),
+        response_event([response("never_called")], invocation_id="inv-2"),
+    ]
+    assert placeholders(events, WALKS_BACK) == []
+    # ADK <= 2.6 keeps it (and raises on it, stored or not): the hazard is over.
+    assert placeholders(
+        events, BY_LAST_RESPONSE._replace(history_pairs_by_last_response=False)
+    ) == ["call_2"]
