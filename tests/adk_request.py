@@ -48,10 +48,17 @@ _AGENT = LlmAgent(name=AGENT_NAME, model=_NeverCalledClaude(), instruction="Test
 _SERVICE = InMemorySessionService()
 
 
-async def build_request_contents_async(
+async def build_request_async(
     events: Sequence[Event], *, agent: LlmAgent = _AGENT, branch: str | None = None
-) -> list[types.Content]:
-    """The contents of the request ADK would send `agent` for a session holding `events`."""
+) -> tuple[LlmRequest, InvocationContext]:
+    """The request ADK would send `agent` for a session holding `events`, and its context.
+
+    The context is the one the request was built in, so a plugin's
+    ``before_model_callback`` can be run on it through a real
+    ``CallbackContext(context)``, as ADK runs it: the session it reads is the
+    one the request came from, and ``context.agent.canonical_model`` is the
+    model ADK would call.
+    """
     session = Session(id="session", app_name="app", user_id="user", events=list(events))
     context = InvocationContext(
         session_service=_SERVICE,
@@ -63,6 +70,14 @@ async def build_request_contents_async(
     request = LlmRequest(model=agent.model.model if not isinstance(agent.model, str) else None)
     async for _ in adk_contents.request_processor.run_async(context, request):
         pass
+    return request, context
+
+
+async def build_request_contents_async(
+    events: Sequence[Event], *, agent: LlmAgent = _AGENT, branch: str | None = None
+) -> list[types.Content]:
+    """The contents of the request ADK would send `agent` for a session holding `events`."""
+    request, _ = await build_request_async(events, agent=agent, branch=branch)
     return list(request.contents or ())
 
 

@@ -29,7 +29,9 @@ the request is accepted); `request_violations` runs all four.
   only, so there a LiteLlm model that gave no ids sends id-less calls.
 * ``gemini``: a model content with N function calls is followed by a content
   holding exactly N function responses, matching the calls (by id when the
-  call has one, else by name). Gemini receives ADK's contents as they are, so
+  call has one, else by name), in call order: without ids Gemini can only pair
+  same-name calls by position, and Gemini fronts that pair by position refuse
+  a permuted answer even when the ids match. Gemini receives ADK's contents as they are, so
   this is checked on the contents themselves.
 * ``strict_alternation``: no two consecutive messages of the same role, and
   the first is the user's. Bedrock's Converse API and the chat templates of
@@ -430,7 +432,7 @@ def openai_chat_message_violations(messages: Sequence[Any]) -> list[str]:
 
 
 def gemini_violations(contents: Iterable[types.Content]) -> list[str]:
-    """Every model turn with N calls is followed by exactly its N responses."""
+    """Every model turn with N calls is followed by exactly its N responses, in call order."""
     contents = list(contents)
     violations: list[str] = []
     answered_by_previous = False
@@ -453,6 +455,7 @@ def gemini_violations(contents: Iterable[types.Content]) -> list[str]:
             if p.function_response is not None
         ]
         unmatched: list[tuple[str | None, str | None]] = []
+        matched: list[types.FunctionResponse] = []
         for call in calls:
             match = next(
                 (
@@ -465,7 +468,21 @@ def gemini_violations(contents: Iterable[types.Content]) -> list[str]:
             if match is None:
                 unmatched.append((call.id, call.name))
             else:
+                matched.append(match)
                 pending.remove(match)
+        # In call order: without ids Gemini pairs same-name calls by position, and
+        # Gemini fronts that pair by position refuse a permuted answer even with ids.
+        answered_in_content_order = [
+            p.function_response
+            for p in (following.parts or () if following is not None else ())
+            if any(p.function_response is answer for answer in matched)
+        ]
+        if any(a is not b for a, b in zip(answered_in_content_order, matched, strict=True)):
+            violations.append(
+                f"content {position + 1}: function responses "
+                f"{[(r.id, r.name) for r in answered_in_content_order]} are not in the order "
+                f"of the calls of content {position}"
+            )
         if unmatched:
             violations.append(
                 f"content {position}: function calls {unmatched} have no response "

@@ -245,7 +245,24 @@ def test_gemini_rejects_fewer_responses_than_calls() -> None:
     assert gemini_violations(contents) == [
         "content 1: function calls [('c2', 'b')] have no response in the next content"
     ]
-    assert not gemini_violations([*contents[:2], user(response("b", "c2"), response("a", "c1"))])
+    assert not gemini_violations([*contents[:2], user(response("a", "c1"), response("b", "c2"))])
+
+
+def test_gemini_rejects_responses_out_of_call_order() -> None:
+    # The view puts a placeholder right after its call event, so a real result
+    # posted later lands after it; ADK merges both into one content.
+    contents = [
+        user(text("q")),
+        model(call("a", "c1"), call("b", "c2")),
+        user(response("b", "c2"), response("a", "c1")),
+    ]
+    assert gemini_violations(contents) == [
+        "content 2: function responses [('c2', 'b'), ('c1', 'a')] are not in the order "
+        "of the calls of content 1"
+    ]
+    # Id-less calls of one name are paired by position only.
+    same_name = [user(text("q")), model(call("a"), call("a")), user(response("a"), response("a"))]
+    assert not gemini_violations(same_name)
 
 
 def test_gemini_rejects_extra_or_foreign_responses() -> None:
