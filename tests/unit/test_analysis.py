@@ -189,3 +189,27 @@ def test_rewind_is_found_on_content_less_events_as_adk_writes_them() -> None:
         rewind,
     ]
     assert [c.status.value for c in build_ledger(events).calls] == ["missing"]
+
+
+@pytest.mark.parametrize(
+    "traits",
+    [
+        NEWEST_BUILDER._replace(history_pairs_by_last_response=True),
+        NEWEST_BUILDER._replace(latest_response_walks_back=True),
+    ],
+    ids=["pairs-by-last-response", "walks-back"],
+)
+def test_the_request_pass_bookkeeping_refuses_an_older_builders_traits(traits: object) -> None:
+    """`answered_at` and `pass_over` model one result answering the call before it.
+
+    Under an older builder's traits a result settles every call with its id or
+    withholds calls, and both would silently go out of step: they refuse.
+    """
+    events = [model_event([call("c1")]), response_event([response("c1")])]
+    with pytest.raises(ValueError, match="NEWEST_BUILDER"):
+        PairingLedger(traits).walk(events, 0, [], answered_at=[])
+    with pytest.raises(ValueError, match="NEWEST_BUILDER"):
+        PairingLedger(traits).pass_over([("c1", "lookup")])
+    answered_at: list[tuple[int, int]] = []
+    PairingLedger(NEWEST_BUILDER).walk(events, 0, [], answered_at=answered_at)
+    assert answered_at == [(1, 0)]
