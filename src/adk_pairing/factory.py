@@ -364,8 +364,14 @@ def _database_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionSe
     except ValueError as error:
         # google-adk 1.20 puts the unredacted URL in these messages
         # (database_session_service.py:451 in 1.20.0); 1.39 and later redact it.
-        # The original error is not chained: its message holds the password.
-        message = mask_secrets(str(error))
-        if message == str(error):
+        # SQLAlchemy's own error, chained as the cause, masks only what it
+        # parsed as the password: with an unescaped "@" in it, the rest shows
+        # ("user:***@00000@/sessions.db"). Neither is chained when it holds a
+        # secret; their masked texts are the message.
+        cause = error.__cause__
+        texts = [str(error)] + ([str(cause)] if cause is not None else [])
+        masked = [mask_secrets(text, uri) for text in texts]
+        if masked == texts:
             raise
-        raise ValueError(message) from error.__cause__
+        detail = f" ({type(cause).__name__}: {masked[1]})" if cause is not None else ""
+        raise ValueError(masked[0] + detail) from None

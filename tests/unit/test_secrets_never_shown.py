@@ -138,6 +138,8 @@ def test_mask_uri_hides_the_password_whatever_it_holds(template, password, encod
 @given(template=templates, password=passwords, encoded=st.booleans())
 @example(template=URI_TEMPLATES[0], password="S3cret#Pw", encoded=False)
 @example(template=URI_TEMPLATES[4], password="S3cret#Pw", encoded=False)
+# SQLAlchemy's chained error masks only up to the first "@": the rest leaked.
+@example(template="sqlite+aiosqlite://user:{pw}@/sessions.db", password="@00000", encoded=False)
 def test_our_exceptions_and_logs_never_show_the_password(template, password, encoded):
     uri = plain(written(template, password, encoded))
     shown: list[str] = []
