@@ -27,6 +27,7 @@ __all__ = [
     "ADK_VERSION",
     "HAS_ABORT_SIGNAL",
     "HAS_ADK_REDIS",
+    "HAS_SESSION_SCHEMAS",
     "STALE_WRITER_ERROR",
     "adk_drops_unanswered_calls",
     "close_session_service",
@@ -43,6 +44,10 @@ def _module_exists(name: str) -> bool:
 
 #: ``google.adk.integrations.redis`` (google-adk >= 2.9).
 HAS_ADK_REDIS = has_adk_redis_session_service()
+
+#: ``google.adk.sessions.schemas``: the JSON event layout of ``DatabaseSessionService``
+#: (google-adk >= 1.2x; 1.20 stores events in columns), which the scan's direct reader reads.
+HAS_SESSION_SCHEMAS = _module_exists("google.adk.sessions.schemas")
 
 #: ``Runner.run_async(abort_signal=...)`` (google-adk >= 2.11).
 HAS_ABORT_SIGNAL = "abort_signal" in inspect.signature(Runner.run_async).parameters

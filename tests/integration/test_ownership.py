@@ -82,8 +82,10 @@ async def _attempt(
         # his own naming alice's id, which a careless store would overwrite with.
         target = view or Session(id=session_id, app_name=app, user_id=user)
         # Refused as the store refuses a session it does not hold: ADK >= 2.0
-        # raises SessionNotFoundError, 1.x's in-memory store logs and returns.
-        with contextlib.suppress(ValueError):
+        # raises SessionNotFoundError, 1.x's in-memory store logs and returns,
+        # and 1.20's DatabaseSessionService fails on the missing row itself
+        # (AttributeError, database_session_service.py: storage_session is None).
+        with contextlib.suppress(ValueError, AttributeError):
             await service.append_event(target, _text_event(f"from {app}/{user}"))
         return False  # whether it reached alice's session is read from the store
     if operation == "list":

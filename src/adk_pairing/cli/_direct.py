@@ -655,8 +655,13 @@ async def direct_reader(service: BaseSessionService, sqlite_path: str | None) ->
     Chosen by the service's class (what ADK built for the URI), then checked
     against what the store holds.
     """
-    name = type(service).__name__
-    module = type(service).__module__
+    service_class = type(service)
+    if service_class.__module__ == "adk_pairing.cli._store":
+        # adk-pairing's own read-only subclass (google-adk 1.20's SQLite store):
+        # the layout is its ADK base class's.
+        service_class = service_class.__mro__[1]
+    name = service_class.__name__
+    module = service_class.__module__
     if name == "DatabaseSessionService" and module.startswith("google.adk.sessions"):
         engine = getattr(service, "db_engine", None)
         if engine is None:
