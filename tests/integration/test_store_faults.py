@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 from sqlalchemy.exc import DBAPIError
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
+from tests.adk_features import ADK_VERSION, STALE_WRITER_ERROR
 
 from .conftest import backend_params, make_spec
 from .support.backends import Backend, assert_nothing_synthetic_stored
@@ -228,7 +228,10 @@ def _connection_killed_at_command(commands_to_skip: int) -> Iterator[list[str]]:
 async def test_redis_connection_killed_mid_append_leaves_no_phantom_in_the_view(
     store_spec: dict[str, Any], open_store: Callable[..., Any]
 ) -> None:
-    pytest.importorskip("google.adk.integrations.redis", reason="ADK without its Redis service")
+    pytest.importorskip(
+        "google.adk.integrations.redis",
+        reason=f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (added in 2.9)",
+    )
     backend = await open_store(store_spec)
     service = PairingSessionService(backend.service)
     view = await _seeded_view(service, backend)
@@ -259,13 +262,13 @@ async def test_stale_writer_error_leaves_the_view_as_it_was_and_a_reread_appends
     await service.append_event(other, _event("inv-9", types.Part(text="other writer")))
     before = _fingerprint(view.events)
     failed = _failing_event()
-    with pytest.raises(StaleSessionError):
+    with pytest.raises(STALE_WRITER_ERROR):
         await service.append_event(view, failed)
     # As unwrapped: the stale view stays exactly as it was (no phantom, no
     # doomed state) and keeps refusing until it is read again.
     assert _fingerprint(view.events) == before
     assert {k: v for k, v in view.state.items() if "doomed" in k} == {}
-    with pytest.raises(StaleSessionError):
+    with pytest.raises(STALE_WRITER_ERROR):
         await service.append_event(view, _event("inv-3", types.Part(text="still stale")))
     reread = await service.get_session(app_name=backend.app_name, user_id=USER, session_id=view.id)
     assert isinstance(reread, PairedSession)
