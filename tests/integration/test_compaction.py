@@ -25,6 +25,7 @@ from google.genai import types
 
 from adk_pairing import PairingSessionService, is_synthetic
 from adk_pairing.checks import anthropic_pairing_violations
+from tests.adk_features import ADK_VERSION
 from tests.adk_request import build_request_contents_async
 
 from .support.backends import Backend
@@ -222,6 +223,21 @@ async def test_requests_after_compaction_through_the_view_stay_valid_and_pair_a_
     # As the Runner does after a turn: compaction events go through the decorator.
     for compaction in await run_sliding_window(app, view, wrapped):
         await wrapped.append_event(view, compaction)
+
+    stored_compactions = [
+        event.actions.compaction
+        for event in (await backend.service.get_session(**key)).events
+        if event.actions is not None and event.actions.compaction is not None
+    ]
+    if any(isinstance(compaction, dict) for compaction in stored_compactions):
+        # google-adk 1.20's DatabaseSessionService (schema 0, pickled actions)
+        # reads the compaction back as a dict, which ADK's own request builder
+        # cannot read (contents.py: `.start_timestamp`): unwrapped, no request
+        # can be built at all, so there is nothing to compare.
+        pytest.skip(
+            f"google-adk {ADK_VERSION}'s {type(backend.service).__name__} returns a stored "
+            "compaction as a dict its own request builder cannot use"
+        )
 
     async def assert_both_valid() -> None:
         stored = await backend.service.get_session(**key)

@@ -397,14 +397,20 @@ def test_a_request_the_converters_cannot_build_is_a_violation_not_an_exception()
 def test_the_openai_rule_never_reaches_for_the_internet() -> None:
     """litellm fetches its price map on import unless told not to; a check needs none.
 
-    In a fresh process without LITELLM_LOCAL_MODEL_COST_MAP, every name lookup
-    other than loopback fails the run.
+    In a fresh process without LITELLM_LOCAL_MODEL_COST_MAP (once ADK itself is
+    imported), every name lookup other than loopback fails the run.
     """
     import os
     import subprocess
     import sys
 
     code = (
+        # google-adk 1.20 imports litellm itself when google.adk is imported: that
+        # import is ADK's, not ours, so it happens before the guard, offline.
+        "import os\n"
+        "os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'True'\n"
+        "import google.adk.models\n"
+        "del os.environ['LITELLM_LOCAL_MODEL_COST_MAP']\n"
         "import socket\n"
         "real = socket.getaddrinfo\n"
         "def guard(host, *args, **kwargs):\n"
