@@ -56,6 +56,23 @@ running ADK's own functions once (`adk_pairing.builder_traits`), switch rules:
 * The same id twice in one event (malformed) is one ``tool_use`` id on the
   wire: one result answers both, so only the first is tracked.
 
+Some histories are *irregular*: a call id twice in one event, a call id
+reused while an earlier call with it is still open, text and a call in one
+``Part``, two id-less calls in one event, an id-less response when no
+id-less call of its name is open, one id answered twice in one event, calls
+and results in one event, or one agent's event answering another agent's call
+(ADK authors a tool's result as the agent that called it, or the user for
+answers from outside).
+ADK's request builder keys its rearranging on call ids (an id-less response
+counts under the id ``None``) and picks one response event per call event and
+id, so in such a history where a placeholder lands in the request depends on
+the rest of the history, and on the ADK release. The ledger marks them
+(`PairingLedger.irregular`); `adk_pairing.proof` then checks the view against
+ADK's own builder before it is served. ADK itself writes none of these: a
+model that repeats ids gives the first two, hand-written, migrated or damaged
+stores the rest. A response repeating the id of an answered call in an event
+of its own (a long-running tool's progress updates) is regular.
+
 `PairingLedger` keeps this state incrementally, one event at a time, so the
 session-service decorator can keep a view current on every ``append_event``
 without rescanning the history.
@@ -98,6 +115,8 @@ class TrackedCall:
     call_id: str | None
     name: str
     held_open: bool
+    #: The author of the call's event (the agent that made it).
+    author: str
     answered: bool = False
     #: Left unanswered in the view on purpose (see `PairingLedger`).
     withheld: bool = False
@@ -244,6 +263,7 @@ class PairingLedger:
         "_track_repeated_ids",
         "_withheld",
         "calls",
+        "irregular",
         "traits",
     )
 
@@ -278,6 +298,9 @@ class PairingLedger:
         self._previous_index = -1
         # The calls withheld while a response event is the last one.
         self._withheld: list[TrackedCall] | None = None
+        #: Whether the history walked so far is irregular (see the module
+        #: docstring). Set only on branches a regular history never takes.
+        self.irregular = False
 
     @property
     def withholding(self) -> bool:
@@ -380,15 +403,25 @@ class PairingLedger:
                         response_ids.add(response_id or None)
                 if response_id:
                     if by_last_response:
-                        self._settle_every_call_with(response_id, settled)
+                        self._settle_every_call_with(response_id, settled, event.author)
                         continue
                     # Only open calls are indexed, so a hit is always open.
                     call = newest_by_id.pop(response_id, None)
+                    if call is None and _earlier_response_with(parts, part_index, response_id):
+                        self.irregular = True  # one id answered twice in one event
                 else:
                     queue = idless_open.get(response.name or "")
-                    call = queue.popleft() if queue else None
+                    if queue:
+                        call = queue.popleft()
+                    else:
+                        call = None
+                        self.irregular = True
                 if call is None:
                     continue
+                if call.author != event.author and event.author != "user":
+                    # One agent's result for another agent's call: ADK writes a
+                    # tool's result under the agent that called it (or the user).
+                    self.irregular = True
                 self._settle(call, settled)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
@@ -446,10 +479,14 @@ class PairingLedger:
         if settled is not None:
             settled.append(call)
 
-    def _settle_every_call_with(self, call_id: str, settled: list[TrackedCall] | None) -> None:
+    def _settle_every_call_with(
+        self, call_id: str, settled: list[TrackedCall] | None, author: str
+    ) -> None:
         """ADK <= 2.6: a response with an id answers every call with that id, before or after."""
         self._answered_ids.add(call_id)
         for call in self._open_by_id.pop(call_id, ()):
+            if call.author != author and author != "user":
+                self.irregular = True  # see `walk`
             self._settle(call, settled)
 
     def _withhold_before_a_walk_back(
@@ -532,6 +569,7 @@ class PairingLedger:
                     call.call_id,
                     call.name,
                     call.held_open,
+                    call.author,
                     call.answered,
                     call.withheld,
                 )
@@ -557,6 +595,7 @@ class PairingLedger:
         successor.calls.extend(
             copy for copy in copies.values() if copy.withheld and not copy.answered
         )
+        successor.irregular = self.irregular
         successor._answered_ids = set(self._answered_ids)
         successor._seen_call_ids = set(self._seen_call_ids)
         successor._last_call_event = self._last_call_event
@@ -567,6 +606,10 @@ class PairingLedger:
 
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
+        author = event.author
+        parts = event.content.parts  # type: ignore[union-attr]
+        if len(calls_here) != len(parts) and any(part.function_response for part in parts):
+            self.irregular = True  # calls and results in one event
         newest_by_id = self._newest_by_id
         by_last_response = self.traits.history_pairs_by_last_response
         opened: dict[int, TrackedCall] = {}
@@ -577,6 +620,7 @@ class PairingLedger:
             name = function_call.name or ""
             call_id = function_call.id or None
             if never_sent_as_a_call(part):
+                self.irregular = True
                 # Malformed: the converter sends this part as its text, so a
                 # placeholder would answer a tool_use that is not there (an
                 # orphan tool_result, rejected). It is not a call on the wire,
@@ -591,8 +635,12 @@ class PairingLedger:
                 call_id,
                 name,
                 name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
+                author,
             )
             if call_id is not None and by_last_response:
+                if call_id in opened_ids or call_id in self._open_by_id:
+                    self.irregular = True  # twice in one event, or reused while open
+                opened_ids.add(call_id)
                 if call_id in self._answered_ids:
                     # ADK <= 2.6 puts the last response with this id after this
                     # call too: a placeholder would only displace it.
@@ -601,6 +649,8 @@ class PairingLedger:
                     continue
                 self._open_by_id.setdefault(call_id, []).append(call)
             elif call_id is not None:
+                if call_id in opened_ids or call_id in newest_by_id:
+                    self.irregular = True  # twice in one event, or reused while open
                 if call_id in opened_ids and not self._track_repeated_ids:
                     # Malformed: the same id twice in one event is one tool_use
                     # id on the wire; one result answers both (and ADK merges
@@ -614,6 +664,10 @@ class PairingLedger:
             else:
                 if idless_here is None:
                     idless_here = {}
+                elif not self.irregular:
+                    # Two id-less calls in one event: ADK merges their result
+                    # events keyed by id, and both results have the key None.
+                    self.irregular = True
                 idless_here.setdefault(name, deque()).append(call)
             opened[part_index] = call
         self.calls.extend(opened.values())
@@ -631,6 +685,15 @@ class PairingLedger:
             reuses = not self._seen_call_ids.isdisjoint(ids)
             self._seen_call_ids |= ids
             self._last_call_event = (index, ids) if reuses else None
+
+
+def _earlier_response_with(parts: Sequence[Part], before: int, response_id: str) -> bool:
+    """Whether a response among ``parts[:before]`` carries `response_id`."""
+    for part in parts[:before]:
+        response = part.function_response
+        if response is not None and response.id == response_id:
+            return True
+    return False
 
 
 def build_ledger(

@@ -8,9 +8,11 @@ ADK's dashboards and ours stay apart), holding four instruments:
   ``status`` (``missing``, ``pending``) and ``app``. Counted per read: a
   session read on every turn counts its open calls on every turn;
 - ``adk_pairing.repair_fallbacks`` (counter, ``{session}``): a stored session
-  served unrepaired because its repair raised, labelled ``app`` and
-  ``operation`` (``read``: get/create served the stored session; ``append``:
-  the view fell back to the stored events after an append);
+  served unrepaired, labelled ``app`` and ``operation``: ``read`` (its repair
+  raised; get/create served the stored session), ``append`` (the view's
+  upkeep raised and it fell back to the stored events), ``unproven`` (an
+  irregular history whose placeholders ADK's builder could misplace,
+  `adk_pairing.proof`; counted per read, like placeholders);
 - ``adk_pairing.get_session.duration`` (histogram, ``s``): the decorator's
   own time per ``get_session``, the inner store's read excluded, labelled
   ``app``;

@@ -14,6 +14,11 @@ those calls while ADK's decision logic ignores it:
   the call;
 * a confirmation/credential placeholder keeps the request's function name, so
   ADK strips it from the model request exactly as it strips the request itself.
+
+An irregular history (`PairingLedger.irregular`) is repaired only when
+`adk_pairing.proof` shows that ADK's own request builder, run on the repaired
+list, keeps every request valid that it keeps valid on the stored one;
+otherwise the stored events are returned as they are (`RepairedHistory.unproven`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from google.genai import types
 from pydantic import BaseModel
 
 from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
+from .proof import view_never_worse
 
 #: Key under ``Event.custom_metadata`` that marks everything adk-pairing adds.
 METADATA_KEY = "adk_pairing"
@@ -291,6 +297,9 @@ class RepairedHistory:
     events: list[Event]
     #: Stored-event index -> the repair placed at it, in index order.
     slots: dict[int, RepairedSlot]
+    #: True when the history is irregular and the repair could make ADK's
+    #: request worse (`adk_pairing.proof`): `events` are the stored ones.
+    unproven: bool = False
 
 
 def repair_history(
@@ -300,8 +309,19 @@ def repair_history(
 
     Healthy events are the very objects passed in; only events with unanswered
     calls are replaced, by annotated copies. `ledger` must have been built
-    over exactly `events`.
+    over exactly `events`. An irregular history whose repair `view_never_worse`
+    rejects comes back as stored, marked `unproven`.
     """
+    repaired = place_repairs(events, ledger, texts)
+    if repaired.slots and ledger.irregular and not view_never_worse(events, repaired.events):
+        return RepairedHistory(list(events), {}, unproven=True)
+    return repaired
+
+
+def place_repairs(
+    events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
+) -> RepairedHistory:
+    """`repair_history` without the proof: a synthetic result after every unanswered call."""
     open_calls = ledger.open_calls
     if not open_calls:
         return RepairedHistory(list(events), {})

@@ -336,9 +336,15 @@ class PairingSessionService(BaseSessionService):
             repaired = repair_history(stored.events, ledger, self._texts)
             view = paired_view(stored, ledger, repaired, self._texts)
             if log_missing:
-                self._log_missing(stored, ledger)
-                if (metrics := live_metrics()) and ledger.open_calls:
-                    metrics.count_placeholders(ledger, stored.app_name)
+                metrics = live_metrics()
+                if repaired.unproven:
+                    _log_unproven(stored)
+                    if metrics:
+                        metrics.count_fallback(stored.app_name, "unproven")
+                else:
+                    self._log_missing(stored, ledger)
+                    if metrics and ledger.open_calls:
+                        metrics.count_placeholders(ledger, stored.app_name)
             return view
         except Exception:
             logger.exception(
@@ -377,6 +383,18 @@ class PairingSessionService(BaseSessionService):
                         stored.user_id,
                         stored.id,
                     )
+
+
+def _log_unproven(stored: Session) -> None:
+    if _logged_missing_calls.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
+        logger.warning(
+            "Session %s has unanswered function calls in a history ADK's request builder "
+            "rearranges by call id (a reused or repeated id, text and a call in one part, or "
+            "a result nothing waits for), and placeholders there could make the request "
+            "worse; the view serves its events as stored. Add PairingPlugin to the runner "
+            "to answer the calls in the request itself.",
+            _session_key(stored),
+        )
 
 
 #: Marks a state key that did not exist before an append.

@@ -87,15 +87,20 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
-            if ledger.withholding:
+            if ledger.withholding or ledger.irregular:
                 # The next event with parts releases the withheld calls (ADK
                 # <= 2.10, see `PairingLedger`), and `observe` does not report
-                # that release: the view is repaired again from the store's
-                # history, which the rebuild walks to its end.
+                # that release; an irregular history's view holds only once
+                # ADK's builder has checked it whole (`adk_pairing.proof`). So
+                # the view is repaired again from the store's history, which
+                # the rebuild walks to its end.
                 self.rebuild(view)
                 return
             view_events.append(event)
             settled, opened = ledger.observe(event, index)
+            if ledger.irregular:
+                self.rebuild(view)
+                return
             if settled:
                 touched: dict[int, None] = {}
                 for call in settled:

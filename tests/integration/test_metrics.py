@@ -11,6 +11,7 @@ Without any meter provider nothing is recorded and nothing is built.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -219,3 +220,32 @@ async def test_the_plugins_repairs_are_counted_during_a_real_turn(
     repairs = totals(reader, metrics.REQUEST_REPAIRS)
     assert repairs.get((("app", "shop"), ("rule", "placeholder")), 0) >= 1, repairs
     assert_low_cardinality(reader, session_id, USER_ID)
+
+
+async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
+    reader: InMemoryMetricReader, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ADK merges result events keyed by id: a placeholder would collapse the stored results."""
+    from tests.unit.test_proof import _idless_results_after_a_placeholder
+
+    events = _idless_results_after_a_placeholder()
+    inner = InMemorySessionService()
+    stored = await inner.create_session(app_name="shop", user_id="alice", session_id="s1")
+    for event in events:
+        await inner.append_event(stored, event)
+    service = PairingSessionService(inner)
+    key = {"app_name": "shop", "user_id": "alice", "session_id": "s1"}
+
+    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
+        first = await service.get_session(**key)
+        second = await service.get_session(**key)
+
+    assert first is not None and second is not None
+    assert [e.id for e in first.events] == [e.id for e in events]  # served as stored
+    warnings = [r for r in caplog.records if r.name == "adk_pairing"]
+    assert len(warnings) == 1 and "PairingPlugin" in warnings[0].getMessage()
+    assert "s1" in warnings[0].getMessage()
+    assert totals(reader, metrics.REPAIR_FALLBACKS) == {
+        (("app", "shop"), ("operation", "unproven")): 2
+    }
+    assert metrics.PLACEHOLDERS not in points(reader)

@@ -20,7 +20,9 @@ and a call in one part...): that says which fix a failure waits for, and a
 failure in a history with none of them is a new one. Shown to fail: at
 9a79947 (before the one-rewind-rule and builder fixes) 362 of the 10,000
 histories failed: 127 kept views and 52 cached reads differed from a fresh
-read, and 237 views made a valid request invalid.
+read, and 237 views made a valid request invalid; at b4df41b (before
+`adk_pairing.proof`) 44 malformed histories still got a worse request.
+Seeds 5, 7, 11 and 99 (10,000 histories each) pass too.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 
 from adk_pairing import PairingSessionService
+from adk_pairing.analysis import build_ledger
 from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.repair import PlaceholderTexts, repair_history
 from tests.integration.support.scenario import event_signature
 from tests.unit.test_properties import adk_request_contents
 
@@ -41,9 +45,9 @@ from .histories import NO_TRAIT, HistoryGenerator, describe, traits
 
 HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
 WORSE = "stored request valid, view's request invalid"
-#: Malformed histories of the default run (seed 1313, 10,000 histories) whose
-#: request the view still makes worse; measured at the merge of every branch.
-KNOWN_MALFORMED_WORSE = 44
+#: Not a failure: an irregular history whose placeholders ADK's builder would
+#: misplace, served as stored (`adk_pairing.proof`). Counted, to show the rate.
+SERVED_AS_STORED = "served as stored (unproven)"
 SEED = 1313
 APP, USER, SESSION = "fuzz", "user", "s"
 
@@ -86,6 +90,8 @@ async def _check_history(events: list[Event], prime_at: int) -> list[str]:
     stored = inner.sessions[APP][USER][SESSION].events  # as stored, without a copy
     if _anthropic_valid(stored) and not _anthropic_valid(fresh.events):
         found.append(WORSE)
+    if repair_history(stored, build_ledger(stored), PlaceholderTexts()).unproven:
+        found.append(SERVED_AS_STORED)
     return found
 
 
@@ -101,13 +107,15 @@ async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_
         events = generator.history()
         events_total += len(events)
         found = await _check_history(events, prime_at=generator.rng.randrange(len(events)))
-        histories_failing += bool(found)
+        histories_failing += bool(set(found) - {SERVED_AS_STORED})
         history_traits = traits(events)
         for kind in found:
             failures[kind] += 1
             by_trait[kind].update(history_traits or {NO_TRAIT})
             shortest = unexplained.get(kind)
             malformed = history_traits - {"a rewind"}  # ADK writes rewinds itself
+            if kind == SERVED_AS_STORED:
+                continue
             if not malformed and (shortest is None or len(events) < len(shortest)):
                 unexplained[kind] = events
     figures(f"{HISTORIES} histories (seed {SEED}), {events_total} events")
@@ -116,11 +124,6 @@ async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_
         figures(f"{count} x {kind}; histories with: {dict(by_trait[kind].most_common())}")
     for kind, events in unexplained.items():
         figures(f"shortest with {NO_TRAIT}, {kind}: {describe(events)}")
-    worse = failures.pop(WORSE, 0)
-    assert not failures, dict(failures)
+    failures.pop(SERVED_AS_STORED, None)
     assert WORSE not in unexplained, "a well-formed history got a worse request from the view"
-    # Open (issue 13, item 4): malformed histories, each with a malformation
-    # `traits` names, that the view still makes worse. A ratchet, not a pass:
-    # one more fails the run; lower the bound whenever a fix lowers the count.
-    figures(f"known gap: {worse} of at most {KNOWN_MALFORMED_WORSE} malformed histories worse")
-    assert worse <= KNOWN_MALFORMED_WORSE, (worse, dict(by_trait[WORSE]))
+    assert not failures, dict(failures)

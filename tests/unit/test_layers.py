@@ -15,6 +15,7 @@ PURE = (
     "builder_traits.py",
     "contents.py",
     "ownership.py",
+    "proof.py",
     "repair.py",
     "view.py",
 )

@@ -1,0 +1,235 @@
+"""The view's proof at the request: ADK's request from the view is never worse than from the store.
+
+On a regular history the view's rules (`adk_pairing.analysis`) say where
+ADK's request builder puts each placeholder: right after its call, answering
+it. On an irregular one (`PairingLedger.irregular`: a call id twice in one
+event, an id reused while its earlier call is open, text and a call in one
+``Part``, an id-less response nothing is waiting for) the builder's own
+rearranging decides, and it is keyed on ids in ways no event-level rule can
+follow on every release:
+
+* ``merge_function_response_events`` (2.13.0
+  ``flows/llm_flows/tools/_rearranger.py:29``) merges the response events of
+  one call event *keyed by response id*; id-less responses share the key
+  ``None``, so when a placeholder event and a stored event both answer one call
+  event, every id-less response after the first collapses into one slot;
+* the call event takes only the *last* response event per id
+  (``response_indices[-1]``, same file :181), so a placeholder can displace
+  an event the stored request used, or be displaced;
+* ``drop_orphaned_function_calls`` (>= 2.10) keeps a call whose id any
+  response carries, so a placeholder can bring back a call the stored request
+  left out, next to a reused id it now collides with;
+* the latest-response rearranger cuts the history at the call event that owns
+  the trailing response, found by id, differently before and after 2.11.
+
+So for an irregular history the view is checked against the very builder that
+will run: `view_never_worse` builds the request contents from the stored
+events and from the view with the installed ADK's ``_get_contents``, once for
+every agent that authored an event, and compares them under the pairing rule
+every strict provider applies (`pairing_holds`). If some agent's request would
+pass from the store and fail from the view, the view is not served: the
+caller gets the stored events as they are (`adk_pairing.repair`), and
+`PairingPlugin`, which sees the finished request, answers the calls there.
+A regular history is never checked: it costs nothing.
+
+`pairing_holds` is the rule as Anthropic's Messages API states it, on the
+blocks ADK's Anthropic converter makes (``_part_to_message_block``, 2.13.0
+``models/anthropic_llm.py:523``; 1.20.0 :76), without importing it (the
+``anthropic`` package is optional): thinking first, then text, then the call,
+then the result, one block per part; empty text is not sent; empty turns are
+dropped and consecutive turns of one role merged. Every ``tool_use`` must be
+answered among the *leading* ``tool_result`` blocks of the next user turn, and
+every ``tool_result`` must answer a ``tool_use`` of the turn before. An
+id-less call or result is paired by position, as `adk_pairing.checks` does:
+the result takes an open id-less call of the model turn before it, the same
+name first, else the oldest. `tests/unit/test_proof.py` holds it equal to
+`adk_pairing.checks.anthropic_pairing_violations`, which converts with ADK's
+real converter.
+
+Like the core, this module never awaits and touches no store. ADK's builder
+logs what it drops; while it runs here those records are filtered out, since
+ADK logs them again when it builds the real request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
+
+from google.adk.events.event import Event
+from google.genai import types
+
+#: Roles ADK's Anthropic converter sends as the assistant; every other is the user.
+_MODEL_ROLES = frozenset({"model", "assistant"})
+
+_quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
+
+#: ADK's request builder for one agent: events -> request contents.
+Builder = Callable[[list[Event], str], list[types.Content]]
+
+
+class _WhileProving(logging.Filter):
+    """Drops ADK's builder log records while `view_never_worse` runs the builder."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _quiet.get()
+
+
+@cache
+def _request_builder() -> Builder:
+    """ADK's ``_get_contents``, called as the contents request processor calls it.
+
+    Ids are kept as stored where the release can (``preserve_function_call_ids``,
+    1.39 and later); 1.20 strips only ADK's own ``adk-`` ids
+    (``flows/llm_flows/functions.py:68``), from both lists alike. Its loggers
+    (``contents``; ``_tool_call_rearranger`` in 2.9; ``context._contents`` and
+    ``tools._rearranger`` from 2.10) get the filter that quiets them here.
+    """
+    from google.adk.flows.llm_flows import contents
+
+    get_contents = contents._get_contents
+    quiet = _WhileProving()
+    prefix = "google_adk.google.adk.flows.llm_flows"
+    for name in list(logging.Logger.manager.loggerDict):
+        if name.startswith(prefix):
+            logging.getLogger(name).addFilter(quiet)
+    if "preserve_function_call_ids" in inspect.signature(get_contents).parameters:
+        return lambda events, agent: get_contents(
+            None, events, agent, preserve_function_call_ids=True
+        )
+    return lambda events, agent: get_contents(None, events, agent)
+
+
+@contextlib.contextmanager
+def _quiet_builder() -> Iterator[None]:
+    token = _quiet.set(True)
+    try:
+        yield
+    finally:
+        _quiet.reset(token)
+
+
+def _agents(events: Sequence[Event]) -> list[str]:
+    """Every author but the user, in order of first appearance: each builds its own request."""
+    return list(dict.fromkeys(e.author for e in events if e.author and e.author != "user"))
+
+
+def _passes(build: Builder, events: Sequence[Event], agent: str) -> bool:
+    """Whether ADK's request for `agent` from `events` pairs; False when the builder raises."""
+    try:
+        return pairing_holds(build(list(events), agent))
+    except Exception:
+        return False
+
+
+def view_never_worse(stored: Sequence[Event], view: Sequence[Event]) -> bool:
+    """Whether every agent's request from `view` pairs wherever the one from `stored` does.
+
+    Builds each request with the installed ADK's own builder (see the module
+    docstring); O(history) per agent, so it is meant for irregular histories.
+    """
+    build = _request_builder()
+    with _quiet_builder():
+        for agent in _agents(view):
+            if not _passes(build, view, agent) and _passes(build, stored, agent):
+                return False
+    return True
+
+
+# -- the pairing rule on request contents -------------------------------------
+
+_CALL, _RESULT, _OTHER = "call", "result", "other"
+
+
+def _block(part: types.Part) -> str | None:
+    """What ADK's Anthropic converter makes of `part`: a call, a result, another block, or none."""
+    if part.thought and (part.text or part.thought_signature):
+        return _OTHER  # thinking, redacted thinking
+    if part.text:
+        return _OTHER
+    if part.function_call is not None:
+        return _CALL
+    if part.function_response is not None:
+        return _RESULT
+    if part.text == "" and not part.thought_signature:
+        return None  # empty text: not sent (a user turn of nothing else sends ".")
+    return _OTHER
+
+
+def pairing_holds(contents: Sequence[types.Content]) -> bool:
+    """Whether the request `contents` pair every tool call with its result (module docstring)."""
+    # (is the model, [(kind, id)]) per non-empty turn, consecutive roles merged.
+    turns: list[tuple[bool, list[tuple[str, str]]]] = []
+    open_idless: list[tuple[str, str]] = []  # (name, id) of the last model turn's id-less calls
+    fresh = 0
+    previous_is_model: bool | None = None
+    for content in contents:
+        is_model = content.role in _MODEL_ROLES
+        if is_model and previous_is_model is False:
+            open_idless = []
+        blocks: list[tuple[str, str]] = []
+        empty_text = False
+        for part in content.parts or ():
+            kind = _block(part)
+            if kind is None:
+                empty_text = True
+                continue
+            ident = ""
+            if kind == _CALL:
+                call = part.function_call
+                ident = call.id or ""
+                if not ident:
+                    fresh += 1
+                    ident = f"\0{fresh}"
+                    open_idless.append((call.name or "", ident))
+            elif kind == _RESULT:
+                response = part.function_response
+                ident = response.id or ""
+                if not ident:
+                    name = response.name or ""
+                    match = next((c for c in open_idless if c[0] == name), None)
+                    match = match or (open_idless[0] if open_idless else None)
+                    if match is not None:
+                        open_idless.remove(match)
+                        ident = match[1]
+                    else:
+                        fresh += 1
+                        ident = f"\0{fresh}"
+            blocks.append((kind, ident))
+        if content.parts:
+            previous_is_model = is_model
+        if not blocks and empty_text and not is_model:
+            blocks.append((_OTHER, ""))
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == is_model:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((is_model, blocks))
+    for position, (is_model, blocks) in enumerate(turns):
+        if is_model:
+            calls = [ident for kind, ident in blocks if kind == _CALL]
+            if not calls:
+                continue
+            following = turns[position + 1][1] if position + 1 < len(turns) else []
+            leading: set[str] = set()
+            for kind, ident in following:
+                if kind != _RESULT:
+                    break
+                leading.add(ident)
+            if not leading.issuperset(calls):
+                return False
+        else:
+            previous = turns[position - 1] if position else None
+            allowed = (
+                {ident for kind, ident in previous[1] if kind == _CALL}
+                if previous is not None and previous[0]
+                else set()
+            )
+            if any(kind == _RESULT and ident not in allowed for kind, ident in blocks):
+                return False
+    return True

@@ -1,0 +1,213 @@
+"""The view's proof at the request (`adk_pairing.proof`), on the installed google-adk.
+
+What it must give: a view of an irregular history is served only when ADK's
+own request builder, run on it, keeps valid every request it keeps valid on
+the stored history; a regular history is never checked; the pairing rule it
+checks with agrees with `adk_pairing.checks` (ADK's real Anthropic converter);
+and running ADK's builder here adds nothing to ADK's logs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from google.adk.events.event import Event
+
+from adk_pairing import is_synthetic
+from adk_pairing.analysis import build_ledger
+from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.proof import pairing_holds, view_never_worse
+from adk_pairing.repair import PlaceholderTexts, place_repairs, repair_history
+from tests.reliability.histories import HistoryGenerator, describe
+
+from .events import AGENT, call, model_event, response, response_event, user_text
+from .test_properties import adk_request_contents
+
+TEXTS = PlaceholderTexts()
+
+
+def _valid(events: list[Event], agent: str = AGENT) -> bool | None:
+    """Anthropic's verdict on ADK's request for `agent` (real converter); None if ADK raised."""
+    from google.adk.flows.llm_flows.contents import _get_contents
+
+    try:
+        contents = (
+            adk_request_contents(events)
+            if agent == AGENT
+            else _get_contents(None, list(events), agent)
+        )
+    except Exception:
+        return None
+    return not anthropic_pairing_violations(contents)
+
+
+def _placed(events: list[Event]) -> list[Event]:
+    """The view as it would be without the proof: a placeholder after every open call."""
+    return place_repairs(events, build_ledger(events), TEXTS).events
+
+
+def _idless_results_after_a_placeholder() -> list[Event]:
+    """Two id-less calls, and one event answering the first of them twice.
+
+    The stored request pairs by position (two id-less calls, two id-less
+    results). A placeholder for the second call would be a result event of its
+    own, and ADK merges a call event's result events keyed by result id
+    (``merge_function_response_events``, on every release from 1.20 to 2.13):
+    the three id-less results share the key ``None`` and collapse into one.
+    """
+    return [
+        user_text(),
+        model_event([call(None, "lookup"), call(None, "fetch")]),
+        response_event([response(None, "lookup"), response(None, "lookup")]),
+    ]
+
+
+def test_a_view_is_served_only_where_adks_request_from_it_is_never_worse() -> None:
+    """Seeded histories, most of them irregular: the served events never break a valid request.
+
+    The same claim as the reliability fuzz run, on fewer histories, so that
+    CI checks it on every google-adk release it tests.
+    """
+    generator = HistoryGenerator(2)
+    unproven = irregular = 0
+    for _ in range(600):
+        events = generator.history()
+        ledger = build_ledger(events)
+        repaired = repair_history(events, ledger, TEXTS)
+        irregular += ledger.irregular
+        unproven += repaired.unproven
+        if repaired.unproven:
+            assert repaired.events == events and not repaired.slots
+        for agent in {AGENT, "helper"}:
+            if _valid(events, agent):
+                assert _valid(repaired.events, agent), describe(events)
+    assert irregular > 100  # the generator does reach the proof
+    print(f"{irregular} irregular histories, {unproven} served as stored")
+
+
+def test_placeholders_an_id_keyed_merge_would_collapse_are_not_served() -> None:
+    events = _idless_results_after_a_placeholder()
+    ledger = build_ledger(events)
+    assert ledger.irregular  # an id-less result no call waits for
+    assert _valid(events) and not _valid(_placed(events))
+    repaired = repair_history(events, ledger, TEXTS)
+    assert repaired.unproven
+    assert repaired.events == events and not any(is_synthetic(e) for e in repaired.events)
+
+
+@pytest.mark.parametrize(
+    ("shape", "events"),
+    [
+        (
+            "a call id twice in one event",
+            [model_event([call("c1"), call("c1")])],
+        ),
+        (
+            "a call id reused while its earlier call is open",
+            [model_event([call("c1")]), user_text(), model_event([call("c1")])],
+        ),
+        (
+            "text and a call in one part",
+            [model_event([call("c1").model_copy(update={"text": "and a text"})])],
+        ),
+        (
+            "two id-less calls in one event",
+            [model_event([call(None), call(None, "fetch")])],
+        ),
+        (
+            "one id answered twice in one event",
+            [model_event([call("c1")]), response_event([response("c1"), response("c1")])],
+        ),
+        (
+            "calls and results in one event",
+            [model_event([call("c1")]), model_event([call("c2"), response("c1")])],
+        ),
+        (
+            "one agent's event answering another agent's call",
+            [
+                model_event([call("c1")], author="helper"),
+                response_event([response("c1")], author=AGENT),
+            ],
+        ),
+        (
+            "an id-less result no id-less call waits for",
+            [user_text(), response_event([response(None)])],
+        ),
+    ],
+)
+def test_each_irregular_shape_marks_the_ledger(shape: str, events: list[Event]) -> None:
+    assert build_ledger(events).irregular, shape
+
+
+@pytest.mark.parametrize(
+    ("shape", "events"),
+    [
+        (
+            "an interrupted call",
+            [user_text(), model_event([call("c1")]), user_text("again")],
+        ),
+        (
+            "an id reused after its call was answered (Gemini's call_1 on every turn)",
+            [
+                model_event([call("call_1")]),
+                response_event([response("call_1")]),
+                model_event([call("call_1")]),
+            ],
+        ),
+        (
+            "a long-running tool's progress updates under one id",
+            [
+                model_event([call("c1")], long_running=["c1"]),
+                response_event([response("c1")]),
+                response_event([response("c1")]),
+            ],
+        ),
+        (
+            "an id-less call answered (a release before ADK gave every call an id)",
+            [model_event([call(None)]), response_event([response(None)])],
+        ),
+    ],
+)
+def test_histories_adk_writes_are_regular_and_never_run_the_builder(
+    shape: str, events: list[Event], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def must_not_run(*args: object) -> bool:
+        raise AssertionError("the proof ran on a regular history")
+
+    monkeypatch.setattr("adk_pairing.repair.view_never_worse", must_not_run)
+    ledger = build_ledger(events)
+    assert not ledger.irregular, shape
+    repair_history(events, ledger, TEXTS)
+
+
+def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None:
+    """`pairing_holds` on ADK's requests from stored histories and unchecked views."""
+    generator = HistoryGenerator(7)
+    compared = failing = 0
+    for _ in range(400):
+        events = generator.history()
+        for history in (events, _placed(events)):
+            try:
+                contents = adk_request_contents(history)
+            except Exception:
+                continue
+            expected = not anthropic_pairing_violations(contents)
+            assert pairing_holds(contents) == expected, describe(history)
+            compared += 1
+            failing += not expected
+    assert compared > 600 and failing > 20  # both verdicts are exercised
+
+
+def test_proving_adds_nothing_to_adks_logs_and_leaves_them_on_otherwise(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """ADK's builder logs what it drops; it logs it again for the real request."""
+    # An orphan result (ADK drops it, and says so on releases that log it).
+    events = [*_idless_results_after_a_placeholder(), response_event([response("nobody")])]
+    builder_logger = logging.getLogger("google_adk.google.adk.flows.llm_flows.contents")
+    with caplog.at_level(logging.DEBUG, logger="google_adk"):
+        view_never_worse(events, _placed(events))
+        assert not [r for r in caplog.records if r.name.startswith("google_adk")]
+        builder_logger.warning("ADK's own build, outside the proof")
+        assert [r.getMessage() for r in caplog.records] == ["ADK's own build, outside the proof"]
