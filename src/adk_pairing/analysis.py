@@ -390,11 +390,15 @@ class PairingLedger:
                     # call in its own event.
                     if calls_here is None:
                         calls_here = [(part_index, part)]
+                        if part_index and _earlier_response_with(parts, part_index):
+                            self.irregular = True  # results and calls in one event
                     else:
                         calls_here.append((part_index, part))
                 response = part.function_response
                 if response is None:
                     continue
+                if calls_here is not None:
+                    self.irregular = True  # calls and results in one event
                 response_id = response.id
                 if walks_back:
                     if response_ids is None:
@@ -418,7 +422,8 @@ class PairingLedger:
                         self.irregular = True
                 if call is None:
                     continue
-                if call.author != event.author and event.author != "user":
+                responder = event.author
+                if call.author != responder and responder != "user":
                     # One agent's result for another agent's call: ADK writes a
                     # tool's result under the agent that called it (or the user).
                     self.irregular = True
@@ -443,7 +448,8 @@ class PairingLedger:
                 holding = self._withhold_before_a_walk_back(response_ids, settled) or holding
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
-            self._previous_index = index
+            if walks_back:  # only the walk-back hazard reads it
+                self._previous_index = index
         return None
 
     def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
@@ -607,9 +613,6 @@ class PairingLedger:
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         author = event.author
-        parts = event.content.parts  # type: ignore[union-attr]
-        if len(calls_here) != len(parts) and any(part.function_response for part in parts):
-            self.irregular = True  # calls and results in one event
         newest_by_id = self._newest_by_id
         by_last_response = self.traits.history_pairs_by_last_response
         opened: dict[int, TrackedCall] = {}
@@ -649,17 +652,21 @@ class PairingLedger:
                     continue
                 self._open_by_id.setdefault(call_id, []).append(call)
             elif call_id is not None:
-                if call_id in opened_ids or call_id in newest_by_id:
-                    self.irregular = True  # twice in one event, or reused while open
-                if call_id in opened_ids and not self._track_repeated_ids:
-                    # Malformed: the same id twice in one event is one tool_use
-                    # id on the wire; one result answers both (and ADK merges
-                    # results keyed by id). A second placeholder would split
-                    # this event from a model event after it that Anthropic
-                    # merges with it, orphaning the result they share. (The
-                    # request pass renames the second apart instead.)
-                    continue
+                if call_id in opened_ids:
+                    self.irregular = True
+                    if not self._track_repeated_ids:
+                        # Malformed: the same id twice in one event is one
+                        # tool_use id on the wire; one result answers both (and
+                        # ADK merges results keyed by id). A second placeholder
+                        # would split this event from a model event after it
+                        # that Anthropic merges with it, orphaning the result
+                        # they share. (The request pass renames the second
+                        # apart instead.)
+                        continue
                 opened_ids.add(call_id)
+                if call_id in newest_by_id:
+                    # A dict.setdefault here cost 2% more of a cold walk.
+                    self.irregular = True  # reused while an earlier call with it is open
                 newest_by_id[call_id] = call
             else:
                 if idless_here is None:
@@ -687,11 +694,13 @@ class PairingLedger:
             self._last_call_event = (index, ids) if reuses else None
 
 
-def _earlier_response_with(parts: Sequence[Part], before: int, response_id: str) -> bool:
-    """Whether a response among ``parts[:before]`` carries `response_id`."""
+def _earlier_response_with(
+    parts: Sequence[Part], before: int, response_id: str | None = None
+) -> bool:
+    """Whether a response among ``parts[:before]`` carries `response_id` (any id if None)."""
     for part in parts[:before]:
         response = part.function_response
-        if response is not None and response.id == response_id:
+        if response is not None and (response_id is None or response.id == response_id):
             return True
     return False
 

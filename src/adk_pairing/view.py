@@ -23,8 +23,10 @@ returned. The rules it keeps:
   send an unanswered call to the model.
 * The upkeep is incremental: O(parts of the new events), plus one re-render of
   each call event an appended response settles. Only a rewind, a store that
-  shrank the history, or an append after a response event that made the
-  ledger withhold calls makes it rebuild the whole view: a rewind can annul
+  shrank the history, an append after a response event that made the ledger
+  withhold calls, or an append to an irregular history with unanswered calls
+  (whose view must be checked whole against ADK's builder, `adk_pairing.proof`)
+  makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
   withheld calls' placeholders come back once the response event is no longer
@@ -87,18 +89,18 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
-            if ledger.withholding or ledger.irregular:
+            if ledger.withholding or (ledger.irregular and ledger.open_calls):
                 # The next event with parts releases the withheld calls (ADK
                 # <= 2.10, see `PairingLedger`), and `observe` does not report
-                # that release; an irregular history's view holds only once
-                # ADK's builder has checked it whole (`adk_pairing.proof`). So
-                # the view is repaired again from the store's history, which
-                # the rebuild walks to its end.
+                # that release; an irregular history's placeholders hold only
+                # once ADK's builder has checked the whole view
+                # (`adk_pairing.proof`). So the view is repaired again from the
+                # store's history, which the rebuild walks to its end.
                 self.rebuild(view)
                 return
             view_events.append(event)
             settled, opened = ledger.observe(event, index)
-            if ledger.irregular:
+            if ledger.irregular and ledger.open_calls:
                 self.rebuild(view)
                 return
             if settled:
