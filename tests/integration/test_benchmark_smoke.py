@@ -247,3 +247,27 @@ async def test_turn_suite_refuses_to_time_a_runner_that_sent_no_placeholders() -
     await _checked_turn(paired, model, session.id, expected, "paired")
     with pytest.raises(RuntimeError, match="sent 0 placeholders, not 1"):
         await _checked_turn(_runner(model, store), model, session.id, expected, "bare")
+
+
+def test_the_irregular_sessions_benchmark_computes_every_ratio() -> None:
+    """benchmarks/irregular_sessions.py end to end, tiny: the histories are what they claim."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "irregular_sessions.py"),
+            *("--events", "40", "--rounds", "3", "--json"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    rows = {row["history"]: row for row in json.loads(done.stdout)}
+    assert {name: (row["irregular"], row["unanswered"] > 0) for name, row in rows.items()} == {
+        "regular, 1% unanswered": (False, True),
+        "irregular, unanswered": (True, True),
+        "irregular, all answered": (True, False),
+    }
+    for row in rows.values():
+        for key in ("get_session wrapped/unwrapped", "append_event wrapped/unwrapped"):
+            assert all(_finite_positive(value) for value in row[key]), (key, row)

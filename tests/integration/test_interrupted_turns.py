@@ -15,6 +15,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import CallStatus, analyze
+from adk_pairing.analysis import build_ledger
 from adk_pairing.builder_traits import builder_traits
 from tests.adk_features import BUILDER_CAN_PRESERVE_CALL_IDS
 
@@ -258,3 +259,32 @@ async def _events(backend: Backend, session_id: str) -> list[Event]:
     )
     assert session is not None
     return session.events
+
+
+async def test_a_model_reusing_the_id_of_its_interrupted_call_gets_valid_requests(
+    backend: Backend,
+) -> None:
+    """Models that number their calls per turn (``call_1``) reuse an id while the
+    interrupted call with it is still unanswered: an irregular history, whose view
+    `adk_pairing.proof` checks against ADK's own builder on every read and append.
+    Every request stays valid, and nothing synthetic reaches the store."""
+    steps = [
+        calls(call("hang", {"reason": "slow"}, id="call_1")),
+        calls(call("lookup", {"city": "Oslo"}, id="call_1")),
+        text("Sunny."),
+    ]
+    wrapped = Harness.build(backend, wrapped=True, steps=steps)
+    session_id = await wrapped.new_session()
+    await wrapped.interrupted_turn(session_id, "slow thing")
+    await wrapped.turn(session_id, "weather?")
+
+    stored = await _events(backend, session_id)
+    assert analyze(stored).calls and build_ledger(stored).irregular
+    assert_every_request_valid(wrapped.script)
+    last = wrapped.script.last
+    assert [c.id for c in last.function_calls] == ["call_1", "call_1"]
+    assert [r.response.get("status") for r in last.function_responses] == [
+        CallStatus.MISSING.value,
+        None,  # the real result of the second call
+    ]
+    assert not [e for e in stored if not e.invocation_id]  # no synthetic event stored
