@@ -71,7 +71,11 @@ the rest of the history, and on the ADK release. The ledger marks them
 ADK's own builder before it is served. ADK itself writes none of these: a
 model that repeats ids gives the first two, hand-written, migrated or damaged
 stores the rest. A response repeating the id of an answered call in an event
-of its own (a long-running tool's progress updates) is regular.
+of its own (a long-running tool's progress updates) is regular. Under the
+older builders' traits two more shapes are irregular, because the fuzz run
+finds them misplaced there and only there (google-adk <= 2.10, whose
+latest-response rearranger and id map treat them specially): a result before
+any call with its id, and a result under another name than its call's.
 
 `PairingLedger` keeps this state incrementally, one event at a time, so the
 session-service decorator can keep a view current on every ``append_event``
@@ -405,9 +409,18 @@ class PairingLedger:
                         response_ids = {response_id or None}
                     else:
                         response_ids.add(response_id or None)
+                    if response_id and response_id not in self._seen_call_ids:
+                        # Older builders only: a result before any call with its id.
+                        self.irregular = True
                 if response_id:
                     if by_last_response:
-                        self._settle_every_call_with(response_id, settled, event.author)
+                        if response_id in self._answered_ids and _earlier_response_with(
+                            parts, part_index, response_id
+                        ):
+                            self.irregular = True  # one id answered twice in one event
+                        self._settle_every_call_with(
+                            response_id, settled, event.author, response.name
+                        )
                         continue
                     # Only open calls are indexed, so a hit is always open.
                     call = newest_by_id.pop(response_id, None)
@@ -427,6 +440,8 @@ class PairingLedger:
                     # One agent's result for another agent's call: ADK writes a
                     # tool's result under the agent that called it (or the user).
                     self.irregular = True
+                elif walks_back and call.name != (response.name or ""):
+                    self.irregular = True  # older builders only: a result under another name
                 self._settle(call, settled)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
@@ -486,12 +501,12 @@ class PairingLedger:
             settled.append(call)
 
     def _settle_every_call_with(
-        self, call_id: str, settled: list[TrackedCall] | None, author: str
+        self, call_id: str, settled: list[TrackedCall] | None, author: str, name: str | None
     ) -> None:
         """ADK <= 2.6: a response with an id answers every call with that id, before or after."""
         self._answered_ids.add(call_id)
         for call in self._open_by_id.pop(call_id, ()):
-            if call.author != author and author != "user":
+            if (call.author != author and author != "user") or call.name != (name or ""):
                 self.irregular = True  # see `walk`
             self._settle(call, settled)
 

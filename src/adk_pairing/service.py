@@ -84,7 +84,8 @@ class _OncePerCall:
         return True
 
 
-_logged_missing_calls = _OncePerCall()
+#: Missing calls (and sessions served as stored) already logged in this process.
+_logged_once = _OncePerCall()
 
 
 class PairingSessionService(BaseSessionService):
@@ -373,7 +374,7 @@ class PairingSessionService(BaseSessionService):
                     continue
                 call_event = stored.events[call.event_index]
                 key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
-                if _logged_missing_calls.first_time(key):
+                if _logged_once.first_time(key):
                     logger.warning(
                         "Unanswered function call %s (%s) has no recorded result; the view "
                         "answers it with a placeholder. app=%s user=%s session=%s",
@@ -386,7 +387,7 @@ class PairingSessionService(BaseSessionService):
 
 
 def _log_unproven(stored: Session) -> None:
-    if _logged_missing_calls.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
+    if _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
         logger.warning(
             "Session %s has unanswered function calls in a history ADK's request builder "
             "rearranges by call id (a reused or repeated id, text and a call in one part, or "

@@ -283,8 +283,10 @@ async def test_a_model_reusing_the_id_of_its_interrupted_call_gets_valid_request
     assert_every_request_valid(wrapped.script)
     last = wrapped.script.last
     assert [c.id for c in last.function_calls] == ["call_1", "call_1"]
-    assert [r.response.get("status") for r in last.function_responses] == [
-        CallStatus.MISSING.value,
-        None,  # the real result of the second call
-    ]
+    statuses = [r.response.get("status") for r in last.function_responses]
+    if builder_traits().history_pairs_by_last_response:
+        # ADK <= 2.6 sends the last call_1 result after both calls (see above).
+        assert statuses == [None, None]
+    else:
+        assert statuses == [CallStatus.MISSING.value, None]  # then the real result
     assert not [e for e in stored if not e.invocation_id]  # no synthetic event stored

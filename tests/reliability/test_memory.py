@@ -88,7 +88,7 @@ def _measure(wrapped: bool, sessions: int, pipe: Connection) -> None:
         figures = {"growth": _rss_bytes() - before}
         if wrapped:
             figures["cache_entries"] = len(service._analysis_cache)
-            figures["logged_calls"] = len(service_module._logged_missing_calls._seen)
+            figures["logged_calls"] = len(service_module._logged_once._seen)
         return figures
 
     pipe.send(asyncio.run(run()))
@@ -140,7 +140,7 @@ async def test_analysis_cache_and_logged_call_memory_stay_within_their_bounds(
 ) -> None:
     cache_size, log_limit, sessions = 64, 50, 400
     once = service_module._OncePerCall(limit=log_limit)
-    monkeypatch.setattr(service_module, "_logged_missing_calls", once)
+    monkeypatch.setattr(service_module, "_logged_once", once)
     service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
     with caplog.at_level(logging.WARNING, logger="adk_pairing"):
         await serve(service, 0, sessions)
