@@ -45,13 +45,12 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService  # n
 from google.genai import types  # noqa: E402
 from suites import quiet_adk_pairing_logs  # noqa: E402
 from timing import quartiles  # noqa: E402
-from workloads import realistic_history  # noqa: E402
+from workloads import AGENT, Clock, realistic_history, user_text_event  # noqa: E402
 
 from adk_pairing import PairingSessionService  # noqa: E402
 from adk_pairing.analysis import build_ledger  # noqa: E402
 
 APP, USER = "bench", "u"
-AGENT = "assistant"
 
 
 def _reused_id_turn(answered: bool) -> list[Event]:
@@ -61,11 +60,7 @@ def _reused_id_turn(answered: bool) -> list[Event]:
         for n in range(2)
     ]
     turn = [
-        Event(
-            invocation_id="inv-reused",
-            author="user",
-            content=types.Content(role="user", parts=[types.Part(text="look twice")]),
-        ),
+        user_text_event(Clock(start=time.time() - 1), "inv-reused"),
         Event(
             invocation_id="inv-reused",
             author=AGENT,
@@ -92,14 +87,6 @@ def histories(size: int) -> dict[str, list[Event]]:
     }
 
 
-def _user_message(index: int) -> Event:
-    return Event(
-        invocation_id=f"inv-append-{index}",
-        author="user",
-        content=types.Content(role="user", parts=[types.Part(text=f"and {index}?")]),
-    )
-
-
 async def _timed(call: Any) -> int:
     gc.disable()
     try:
@@ -112,6 +99,7 @@ async def _timed(call: Any) -> int:
 
 async def measure(name: str, events: list[Event], rounds: int, seed: int) -> dict[str, Any]:
     chooser = random.Random(seed)
+    clock = Clock(start=time.time())  # after every stored event
     ledger = build_ledger(events)
     with tempfile.TemporaryDirectory() as workdir:
         store = SqliteSessionService(str(Path(workdir) / "s.db"))
@@ -140,7 +128,7 @@ async def measure(name: str, events: list[Event], rounds: int, seed: int) -> dic
             chooser.shuffle(order)
             times = {}
             for variant in order:
-                event = _user_message(index)
+                event = user_text_event(clock, f"inv-append-{index}", index)
                 times[variant] = await _timed(
                     lambda v=variant, e=event: services[v].append_event(views[v], e)
                 )
