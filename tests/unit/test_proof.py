@@ -211,3 +211,19 @@ def test_proving_adds_nothing_to_adks_logs_and_leaves_them_on_otherwise(
         assert not [r for r in caplog.records if r.name.startswith("google_adk")]
         builder_logger.warning("ADK's own build, outside the proof")
         assert [r.getMessage() for r in caplog.records] == ["ADK's own build, outside the proof"]
+
+
+def test_without_adks_builder_where_we_look_nothing_is_proven(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release that moved ``_get_contents``: irregular views are served as stored, no error."""
+    from adk_pairing import proof
+
+    def moved() -> None:
+        raise AttributeError("module 'contents' has no attribute '_get_contents'")
+
+    monkeypatch.setattr(proof, "_request_builder", moved)
+    events = _idless_results_after_a_placeholder()
+    assert not view_never_worse(events, _placed(events))
+    repaired = repair_history(events, build_ledger(events), TEXTS)
+    assert repaired.unproven and repaired.events == events
