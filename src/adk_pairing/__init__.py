@@ -12,7 +12,7 @@ request that makes it satisfy every provider's pairing rules.
 from .adk_services import register_pairing_schemes
 from .analysis import CallStatus, PairingReport, TrackedCall, analyze
 from .config import ConfigError, load_config, load_session_service
-from .factory import mask_uri
+from .masking import mask_uri
 from .plugin import PairingPlugin
 from .repair import (
     DEFAULT_MISSING_TEXT,

@@ -23,7 +23,8 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .factory import PAIRING_PREFIX, REDIS_SCHEMES, create_inner_session_service
+from .factory import create_inner_session_service
+from .uris import PAIRING_PREFIX, REDIS_SCHEMES
 
 #: Async SQLAlchemy dialect+driver schemes that ``DatabaseSessionService``
 #: accepts but ADK's registry does not list (it reaches them by fallback).

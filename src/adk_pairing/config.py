@@ -38,14 +38,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
-from .factory import (
-    PAIRING_PREFIX,
-    create_inner_session_service,
-    inner_uri,
-    is_pairing_uri,
-    mask_secrets,
-    mask_uri,
-)
+from .factory import create_inner_session_service
+from .masking import mask_secrets, mask_uri
+from .uris import PAIRING_PREFIX, inner_uri, is_pairing_uri
 
 if TYPE_CHECKING:
     from .service import PairingSessionService

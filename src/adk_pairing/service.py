@@ -57,10 +57,12 @@ from google.adk.sessions.session import Session
 from .adk_compat import close_session_service
 from .analysis import CallStatus, PairingLedger, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
-from .factory import PAIRING_PREFIX, create_inner_session_service, is_pairing_uri, mask_uri
+from .factory import create_inner_session_service
+from .masking import mask_uri
 from .metrics import live_metrics
 from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
 from .repair import PlaceholderTexts, repair_history
+from .uris import PAIRING_PREFIX, is_pairing_uri
 from .view import PairedSession, mirror_fields, paired_view, view_state_of
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]

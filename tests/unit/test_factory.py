@@ -30,7 +30,8 @@ from adk_pairing import (
 )
 from adk_pairing.adk_services import SQLALCHEMY_ASYNC_SCHEMES
 from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
-from adk_pairing.factory import create_inner_session_service, mask_secrets
+from adk_pairing.factory import create_inner_session_service
+from adk_pairing.masking import mask_secrets
 from tests.adk_features import ADK_VERSION, HAS_ADK_REDIS, requires
 
 SECRET = "s3cr3t-Pa55"

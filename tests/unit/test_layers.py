@@ -76,6 +76,12 @@ def test_the_factory_does_not_import_the_decorator() -> None:
     assert "service" not in _graph()["factory"]
 
 
+def test_secret_masking_and_the_uri_grammar_are_leaves() -> None:
+    graph = _graph()
+    assert graph["uris"] == set()
+    assert graph["masking"] == {"uris"}
+
+
 def test_the_core_and_the_view_never_await() -> None:
     for name in PURE:
         tree = ast.parse((PACKAGE / name).read_text())

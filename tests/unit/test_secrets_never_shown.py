@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 from adk_pairing import create_session_service
 from adk_pairing.cli._common import explain
 from adk_pairing.config import ConfigError, build_session_service, load_config
-from adk_pairing.factory import create_inner_session_service, mask_secrets, mask_uri
+from adk_pairing.factory import create_inner_session_service
+from adk_pairing.masking import mask_secrets, mask_uri
 
 #: Every form of store URI we support, ``{pw}`` where the password goes.
 #: Port 1 on 127.0.0.1: nothing listens, so nothing here connects anywhere.

@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from ..factory import mask_secrets, mask_uri, uri_passwords
+from ..masking import mask_secrets, mask_uri, uri_passwords
 
 T = TypeVar("T")
 

@@ -52,7 +52,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import CallStatus, analyze
-from ..factory import mask_secrets
+from ..masking import mask_secrets
 from ._common import CliError, explain, human_age, short
 from ._direct import (
     DEFAULT_BATCH_SIZE,

@@ -36,7 +36,9 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk_compat import close_session_service, sqlite_service_parses_uris
-from ..factory import create_inner_session_service, inner_uri, mask_uri
+from ..factory import create_inner_session_service
+from ..masking import mask_uri
+from ..uris import inner_uri
 from ._common import URI_EXAMPLES, CliError
 
 #: Seconds to wait for a PostgreSQL connection before calling the server unreachable.
