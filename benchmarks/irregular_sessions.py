@@ -43,7 +43,7 @@ if str(HERE) not in sys.path:
 from google.adk.events.event import Event  # noqa: E402
 from google.adk.sessions.sqlite_session_service import SqliteSessionService  # noqa: E402
 from google.genai import types  # noqa: E402
-from suites import quiet_adk_pairing_logs  # noqa: E402
+from settings import quiet_adk_pairing_logs  # noqa: E402
 from timing import quartiles  # noqa: E402
 from workloads import AGENT, Clock, realistic_history, user_text_event  # noqa: E402
 

@@ -41,7 +41,8 @@ if str(HERE) not in sys.path:  # run as a script from anywhere, or imported by a
     sys.path.insert(0, str(HERE))
 
 from pyinstrument import Profiler  # noqa: E402
-from suites import _incremental, quiet_adk_pairing_logs  # noqa: E402
+from settings import quiet_adk_pairing_logs  # noqa: E402
+from suites import _incremental  # noqa: E402
 from workloads import (  # noqa: E402
     APP,
     CORE_SHAPES,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.llm_agent import LlmAgent
@@ -38,6 +38,7 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
 from metering import Row
+from settings import Settings
 from timing import interleave
 from turns import TextReplyModel, search_documents
 from workloads import AGENT, APP, HEALTHS, USER, USER_TEXT, realistic_history
@@ -46,9 +47,6 @@ from adk_pairing.contents import satisfies_pairing_rules
 from adk_pairing.plugin import PairingPlugin
 from adk_pairing.repair import is_synthetic
 from adk_pairing.service import PairingSessionService
-
-if TYPE_CHECKING:
-    from suites import Settings
 
 #: How each history reaches ADK's request builder.
 SOURCE_BY_HEALTH = {"healthy": "stored", "broken": "view"}

@@ -37,7 +37,8 @@ from report import (  # noqa: E402
     verdicts,
     write_results,
 )
-from suites import Settings, run  # noqa: E402
+from settings import Settings  # noqa: E402
+from suites import run  # noqa: E402
 
 SECTIONS = ("get_session", "append_event", "core", "memory", "turn", "request")
 DEFAULT_OUTPUT = HERE / "RESULTS.md"

@@ -28,8 +28,8 @@ from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.genai import types
+from settings import quiet_adk_pairing_logs
 from sqlalchemy.exc import OperationalError
-from suites import quiet_adk_pairing_logs
 
 from adk_pairing import PairingSessionService
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import logging
 import math
 import random
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -38,6 +36,7 @@ from metering import (
     with_metered_rounds,
 )
 from request_pass import bench_request_pass
+from settings import Settings, quiet_adk_pairing_logs
 from timing import Comparison, interleave
 from turns import bench_turn
 from workloads import (
@@ -56,39 +55,6 @@ from workloads import (
 from adk_pairing.analysis import analyze, build_ledger, live_event_mask
 from adk_pairing.repair import is_synthetic, repaired_events
 from adk_pairing.service import PairedSession, PairingSessionService
-
-
-@dataclass
-class Settings:
-    """How much work each suite does (``--quick`` shrinks all of it)."""
-
-    sizes: tuple[int, ...]
-    append_sizes: tuple[int, ...]
-    core_sizes: tuple[int, ...]
-    memory_sizes: tuple[int, ...]
-    turn_sizes: tuple[int, ...]
-    request_sizes: tuple[int, ...]
-    backends: tuple[str, ...]
-    memory_backends: tuple[str, ...]
-    max_rounds: int
-    budget_s: float
-    min_rounds: int
-    target_min_rounds: int
-    warmup: int
-    core_limit_s: float
-    pg_database: str
-    append_seed_limit: int = 100
-
-    def min_rounds_for(self, size: int) -> int:
-        """More pairs up to the 1,000-event size the targets are set at, where calls are cheap."""
-        return self.target_min_rounds if size <= 1_000 else self.min_rounds
-
-
-def quiet_adk_pairing_logs() -> None:
-    """Keeps the once-per-call "unanswered call" warnings (still emitted) off the console."""
-    logger = logging.getLogger("adk_pairing")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
 
 
 def _check_view(view: Session | None, stored_len: int, synthetic: int, where: str) -> None:

@@ -19,7 +19,7 @@ stopped repairing would otherwise look free.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from backends import Backend
 from google.adk.agents.llm_agent import LlmAgent
@@ -31,6 +31,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 from metering import Row, Stopwatch, cell_row, plain_or_metered, with_metered_rounds
 from pydantic import PrivateAttr
+from settings import Settings
 from timing import interleave
 from workloads import (
     AGENT,
@@ -46,9 +47,6 @@ from workloads import (
 
 from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT
 from adk_pairing.service import PairingSessionService
-
-if TYPE_CHECKING:
-    from suites import Settings
 
 _PLACEHOLDER_TEXTS = frozenset({DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT})
 
