@@ -22,7 +22,9 @@ import pytest
 from tests.adk_features import HAS_ADK_REDIS
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, require_server
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+# The benchmark scripts are our tooling: which google-adk runs them changes nothing they
+# prove, so .ci/run runs them on the newest release only (version_independent).
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.version_independent]
 
 ROOT = Path(__file__).resolve().parents[2]
 # ADK's Redis service, and so the benchmark's redis store, exists from google-adk 2.9.

@@ -140,6 +140,7 @@ def test_without_a_meter_provider_nothing_is_built_or_recorded() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+@pytest.mark.version_independent
 def test_the_cost_benchmark_computes_every_ratio() -> None:
     """benchmarks/metrics_cost.py end to end, tiny: every figure is a finite ratio.
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import adk_pairing
+
+# Reads our source files only.
+pytestmark = pytest.mark.version_independent
 
 PACKAGE = Path(adk_pairing.__file__).parent
 #: Modules that hold rules and never do I/O: no ``async def``, no ``await``.

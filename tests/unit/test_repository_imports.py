@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Reads our source files only.
+pytestmark = pytest.mark.version_independent
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 

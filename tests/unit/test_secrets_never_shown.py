@@ -33,6 +33,7 @@ from adk_pairing.cli._common import explain
 from adk_pairing.config import ConfigError, build_session_service, load_config
 from adk_pairing.factory import create_inner_session_service
 from adk_pairing.masking import mask_secrets, mask_uri
+from tests.adk_features import ADK_VERSION
 
 #: Every form of store URI we support, ``{pw}`` where the password goes.
 #: Port 1 on 127.0.0.1: nothing listens, so nothing here connects anywhere.
@@ -212,7 +213,7 @@ def test_the_driver_echo_of_a_misread_redis_password_is_rewritten_before_printin
     """
     pytest.importorskip(
         "google.adk.integrations.redis",
-        reason="ADK's Redis session service ships from google-adk 2.9 (absent in 2.6.2)",
+        reason=f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (added in 2.9)",
     )
     uri = "pairing+redis://:S3cret#Pw@127.0.0.1:1/0"
     service = create_session_service(uri)
