@@ -103,7 +103,8 @@ def test_wheel_metadata_names_the_spdx_license_and_the_one_version(dist) -> None
 def test_sdist_holds_the_sources_readme_and_license(dist) -> None:
     _, sdist, _ = dist
     root = sdist.name.removesuffix(".tar.gz")
-    names = set(tarfile.open(sdist).getnames())
+    with tarfile.open(sdist) as archive:
+        names = set(archive.getnames())
 
     for name in ("LICENSE", "README.md", "pyproject.toml", "src/adk_pairing/py.typed"):
         assert f"{root}/{name}" in names
