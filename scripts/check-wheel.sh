@@ -31,12 +31,13 @@ if grep -inE "warn|deprecat" "$work/build.log" >&2; then
 fi
 "$BUILD_PYTHON" -m twine check --strict "$work"/dist/*
 wheel="$(ls "$work"/dist/adk_pairing-*.whl)"
-echo "check-wheel: built $(cd "$work/dist" && ls | tr '\n' ' ')without warnings"
+echo "check-wheel: built $(cd "$work/dist" && ls | tr '\n' ' ')without warnings (${SECONDS}s)"
 
 # 2. A fresh virtualenv, the wheel without extras.
 "$PYTHON" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet "$wheel"
 "$work/venv/bin/python" -m pip check
+echo "check-wheel: the wheel alone installed in a fresh virtualenv (${SECONDS}s)"
 cli="$work/venv/bin/adk-pairing"
 version="$("$cli" --version)"
 expected="adk-pairing $(sed -nE 's/^__version__ = "(.*)"$/\1/p' src/adk_pairing/__init__.py)"
@@ -82,4 +83,4 @@ expect_extra postgres scan "postgresql+asyncpg://postgres@127.0.0.1:5432/postgre
 expect_extra postgres show "sqlite+aiosqlite:///$work/demo.db" --app a --user u --session s
 expect_extra redis scan "redis://127.0.0.1:6379/0"
 expect_extra redis show "pairing+redis://127.0.0.1:6379/0" --app a --user u --session s
-echo "check-wheel: ok"
+echo "check-wheel: ok in ${SECONDS}s"
