@@ -94,3 +94,24 @@ def test_version_option_prints_the_package_version() -> None:
 
     assert result.exit_code == 0
     assert result.stdout == f"adk-pairing {__version__}\n"
+
+
+def test_demo_checks_anthropic_rule_when_adks_converter_imports() -> None:
+    from adk_pairing.cli import _demo
+
+    assert _demo.request_rule() is _demo.ANTHROPIC_RULE  # the test extra installs anthropic
+
+
+def test_demo_falls_back_to_gemini_rule_when_adks_anthropic_converter_cannot_import(
+    monkeypatch,
+) -> None:
+    import sys
+
+    import google.adk.models
+
+    from adk_pairing.cli import _demo
+
+    monkeypatch.delattr(google.adk.models, "anthropic_llm", raising=False)
+    monkeypatch.setitem(sys.modules, "google.adk.models.anthropic_llm", None)
+
+    assert _demo.request_rule() is _demo.GEMINI_RULE
