@@ -10,7 +10,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo services test test-adk check-install-pin lint bench profile
+.PHONY: install demo services test test-adk check-install-pin check-wheel lint bench profile
 
 # The older google-adk releases CI tests besides the newest: one constraints
 # file each (constraints/adk-<version>.txt), one virtualenv each (.venv-adk-<version>).
@@ -62,6 +62,11 @@ test-adk: services
 # README's install line keeps an existing google-adk pin (throwaway venv, real PyPI).
 check-install-pin:
 	bash scripts/check-install-keeps-pin.sh
+
+# The first install: sdist and wheel built without warnings, twine check, and the
+# wheel with no extras in a fresh virtualenv running demo, scan and show.
+check-wheel: install
+	BUILD_PYTHON=$(BIN)/python PYTHON=$(PYTHON) bash scripts/check-wheel.sh
 
 bench: install services
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

@@ -9,6 +9,9 @@ accept the conversation. The stored history is never modified.
 request that makes it satisfy every provider's pairing rules.
 """
 
+#: The package's one version: pyproject.toml reads it, ``adk-pairing --version`` prints it.
+__version__ = "0.1.0"
+
 from .adk_services import register_pairing_schemes
 from .analysis import CallStatus, PairingReport, TrackedCall, analyze
 from .config import ConfigError, load_config, load_session_service

@@ -38,6 +38,8 @@ def test_demo_json_shows_what_plain_adk_does_and_the_repair_passing(tmp_path: Pa
     report = json.loads(done.stdout)
     assert report["ok"] is True
     assert report["adk_version"] == ADK_VERSION
+    assert report["request_rule"] == "anthropic"  # the test extra installs anthropic
+    assert report["store"] == f"sqlite:///{db}"
     assert [(c["id"], c["passed"]) for c in report["checks"]] == [
         ("turn_interrupted", True),
         ("unprotected_turn_fails", True),
@@ -161,3 +163,47 @@ def test_demo_fails_when_adk_does_not_do_what_the_demo_says_it_does(
     failed = {c["id"]: c["detail"] for c in report["checks"] if not c["passed"]}
     assert list(failed) == ["unprotected_turn_fails"]
     assert "expected on this ADK" in failed["unprotected_turn_fails"]
+
+
+def test_demo_without_the_anthropic_package_checks_gemini_rule_and_says_how_to_add_anthropic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What ``pip install adk-pairing`` alone gives: no anthropic, so Gemini's rule.
+
+    The fresh-virtualenv run is scripts/check-wheel.sh; here the rule choice
+    is forced, and the demo must still observe the failure and the repair.
+    """
+    from typer.testing import CliRunner
+
+    from adk_pairing.cli import _demo as demo_module
+    from adk_pairing.cli import app
+
+    monkeypatch.setattr(demo_module, "request_rule", lambda: demo_module.GEMINI_RULE)
+    result = CliRunner().invoke(app, ["demo"])
+
+    assert result.exit_code == 0, result.output
+    assert "request passes Gemini's pairing rule" in result.stdout
+    assert "6/6 checks passed: the repair works." in result.stdout
+    assert result.stdout.splitlines()[-1] == (
+        "Anthropic's rule (on ADK's Anthropic converter): pip install 'adk-pairing[anthropic]'"
+    )
+
+
+def test_demo_on_gemini_rule_fails_when_the_repair_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typer.testing import CliRunner
+
+    from adk_pairing.cli import _demo as demo_module
+    from adk_pairing.cli import app
+
+    monkeypatch.setattr(demo_module, "request_rule", lambda: demo_module.GEMINI_RULE)
+    monkeypatch.setattr(demo_module, "PairingSessionService", lambda inner: inner)
+    result = CliRunner().invoke(app, ["demo", "--json"])
+
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["request_rule"] == "gemini"
+    assert report["unwrapped"]["history_as_stored_violations"]
+    failed = {c["id"] for c in report["checks"] if not c["passed"]}
+    assert failed == {"repaired_request_valid", "synthetic_result_seen"}

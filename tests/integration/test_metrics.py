@@ -30,6 +30,7 @@ from .conftest import backend_params
 from .support.backends import Backend, open_backend
 from .support.scenario import USER_ID, Harness
 from .support.scripted_model import call, calls, text
+from .wiring_support import readme_snippet
 
 
 @pytest.fixture
@@ -164,11 +165,9 @@ def test_the_cost_benchmark_computes_every_ratio() -> None:
     assert metrics.PLACEHOLDERS in rows[0]["recorded_metrics"]
 
 
-def test_the_readmes_export_example_exports_our_metrics() -> None:
-    """The README's Observability snippet, run as written in a fresh process."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Observability") :]
-    snippet = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+def test_the_docs_export_example_exports_our_metrics() -> None:
+    """docs/observability.md's export snippet, run as written in a fresh process."""
+    snippet = readme_snippet("otel-export")
     code = (
         snippet + "\nimport asyncio\n"
         "from google.adk.sessions import InMemorySessionService\n"

@@ -1,11 +1,14 @@
-"""The README's wiring section, executed, so the docs cannot rot.
+"""The snippets of README.md and docs/*.md, executed, so the docs cannot rot.
 
-Each titled code block of the section is run against a real store: the Python
-snippets in a scratch directory (SQLite files) or against this test session's
-PostgreSQL database, the config files written to disk as shown. The ADK CLI
-snippets (``adk api_server``, ``services.yaml``, ``services.py``) are executed
-by test_wiring_adk_cli.py. A block without a title, or a title no test runs,
-fails `test_every_block_of_the_wiring_section_is_executed`.
+Each titled code block between the markers (README's wiring section and
+one-liners, ``<!-- snippets:start -->`` stretches in docs/) is run against a
+real store: the Python snippets in a scratch directory (SQLite files) or
+against this test session's PostgreSQL database, the config files written to
+disk as shown. The ADK CLI snippets (``adk api_server``, ``services.yaml``,
+``services.py``) are executed by test_wiring_adk_cli.py, the metrics export by
+test_metrics.py. A block without a title, a title no test runs, or a Python,
+YAML or TOML block outside the markers fails
+`test_every_snippet_of_readme_and_docs_is_executed`.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from .wiring_support import (
     readme_blocks,
     readme_snippet,
     seed_interrupted_session,
+    unexecuted_blocks,
 )
 
 #: Every titled block and the test that runs it.
 EXECUTED_BLOCKS = {
+    "one-liners": "test_one_liners_wrap_sqlite_by_object_and_by_uri_and_add_the_plugin",
     "runner-setup": "test_runner_setup_snippet_runs_a_turn_on_sqlite_and_closes",
     "uri-factory": "test_uri_factory_snippet_builds_a_working_wrapped_service",
     "session_service.yaml": "test_yaml_config_snippets_load_a_postgres_service",
@@ -37,22 +42,84 @@ EXECUTED_BLOCKS = {
     "adk-api-server": "test_wiring_adk_cli.py",
     "services.yaml": "test_wiring_adk_cli.py",
     "services.py": "test_wiring_adk_cli.py",
+    "otel-export": "test_metrics.py",
+    "sqlite-wal": "test_sqlite_wal_snippet_switches_new_connections_to_write_ahead_logging",
 }
 
 
-def run_snippet(title: str) -> dict:
-    """Executes a README Python block as a script; returns its globals."""
-    namespace = {"__name__": "__main__"}
-    exec(compile(readme_snippet(title), f"README.md[{title}]", "exec"), namespace)
+def run_snippet(title: str, **given: object) -> dict:
+    """Executes a documented Python block as a script; returns its globals.
+
+    `given` are names the snippet expects the reader to have (``root_agent``).
+    """
+    namespace = {"__name__": "__main__", **given}
+    exec(compile(readme_snippet(title), f"docs[{title}]", "exec"), namespace)
     return namespace
 
 
-def test_every_block_of_the_wiring_section_is_executed():
+def test_every_snippet_of_readme_and_docs_is_executed():
     titles = [title for title, _, _ in readme_blocks()]
 
     assert None not in titles, "an untitled code block would never be executed"
     assert len(titles) == len(set(titles))
     assert set(titles) == set(EXECUTED_BLOCKS)
+    assert unexecuted_blocks() == [], "move these blocks between snippet markers"
+
+
+def test_one_liners_wrap_sqlite_by_object_and_by_uri_and_add_the_plugin(
+    tmp_path, monkeypatch, capsys
+):
+    from google.adk.runners import Runner
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+    from google.genai import types
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(EXAMPLE_AGENTS))
+    from pairing_demo.agent import root_agent
+
+    namespace = run_snippet("one-liners", root_agent=root_agent)
+
+    by_object = namespace["PairingSessionService"]  # the class the snippet imported
+    session_service = namespace["session_service"]  # the URI's, built last
+    assert by_object is PairingSessionService
+    assert isinstance(session_service, PairingSessionService)
+    assert isinstance(session_service.inner, SqliteSessionService)
+    app = namespace["app"]
+    assert [type(plugin) for plugin in app.plugins] == [PairingPlugin]
+
+    async def one_turn() -> list[str]:
+        async with session_service:
+            runner = Runner(app=app, session_service=session_service)
+            session = await session_service.create_session(app_name=app.name, user_id="ada")
+            message = types.Content(role="user", parts=[types.Part(text="Hello")])
+            return [
+                part.text
+                async for event in runner.run_async(
+                    user_id="ada", session_id=session.id, new_message=message
+                )
+                for part in (event.content.parts if event.content else ())
+                if part.text
+            ]
+
+    texts = asyncio.run(one_turn())
+    assert json.loads(texts[-1])["paired"] is True
+    with sqlite3.connect(tmp_path / "sessions.db") as db:
+        assert db.execute("SELECT count(*) FROM events").fetchone() == (2,)
+
+
+async def test_sqlite_wal_snippet_switches_new_connections_to_write_ahead_logging(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+
+    store = run_snippet("sqlite-wal")["store"]
+
+    try:
+        await store.create_session(app_name="docs", user_id="u")
+    finally:
+        await store.db_engine.dispose()
+    with sqlite3.connect(tmp_path / "sessions.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
 def test_runner_setup_snippet_runs_a_turn_on_sqlite_and_closes(tmp_path, monkeypatch, capsys):

@@ -1,8 +1,9 @@
 """Helpers shared by the wiring tests (test_wiring_*.py).
 
-README snippets, the example agent directory, seeding an interrupted session
-through the *unwrapped* `DatabaseSessionService`, and reading the raw rows a
-store holds, so tests can compare what is stored before and after a turn.
+The executed snippets of README.md and docs/*.md, the example agent
+directory, seeding an interrupted session through the *unwrapped*
+`DatabaseSessionService`, and reading the raw rows a store holds, so tests
+can compare what is stored before and after a turn.
 """
 
 from __future__ import annotations
@@ -26,38 +27,63 @@ from adk_pairing.adk_compat import close_session_service
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+#: Every file whose marked regions hold executed snippets.
+DOCUMENTS = (README, *sorted((REPO / "docs").glob("*.md")))
 EXAMPLE_AGENTS = REPO / "examples" / "agents"
 DEMO_AGENT = EXAMPLE_AGENTS / "pairing_demo"
 DEMO_APP = "pairing_demo"  # ADK names the app after the agent's folder
 INTERRUPTED_TOOL = "book_flight"
 
 _FENCE = re.compile(
-    r"^```(?P<lang>[\w+-]*)(?P<info>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE
+    r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+    re.DOTALL | re.MULTILINE,
 )
 _TITLE = re.compile(r'title="(?P<title>[^"]+)"')
+#: A stretch of executed snippets: the wiring section, or any other marked stretch.
+_REGION = re.compile(
+    r"<!-- (?P<kind>wiring|snippets):start -->(?P<text>.*?)<!-- (?P=kind):end -->", re.DOTALL
+)
+#: Languages whose blocks are code or configuration a reader copies: each must be executed.
+EXECUTABLE_LANGUAGES = frozenset({"python", "yaml", "toml"})
 
 
-def wiring_section() -> str:
-    """The README text between the wiring markers."""
-    text = README.read_text()
-    start = text.index("<!-- wiring:start -->")
-    end = text.index("<!-- wiring:end -->")
-    return text[start:end]
+def _body(match: re.Match[str]) -> str:
+    """A block's text without the indentation of its fence (blocks inside list items)."""
+    indent = match["indent"]
+    return "".join(line.removeprefix(indent) for line in match["body"].splitlines(keepends=True))
 
 
 def readme_blocks() -> list[tuple[str | None, str, str]]:
-    """Every fenced block of the wiring section as (title, language, body)."""
+    """Every fenced block between snippet markers in README.md and docs/*.md.
+
+    As (title, language, body). The markers are ``<!-- wiring:start -->`` /
+    ``<!-- wiring:end -->`` and ``<!-- snippets:start -->`` / ``<!-- snippets:end -->``.
+    """
     blocks = []
-    for match in _FENCE.finditer(wiring_section()):
-        title = _TITLE.search(match["info"])
-        blocks.append((title["title"] if title else None, match["lang"], match["body"]))
+    for document in DOCUMENTS:
+        for region in _REGION.finditer(document.read_text()):
+            for match in _FENCE.finditer(region["text"]):
+                title = _TITLE.search(match["info"])
+                blocks.append((title["title"] if title else None, match["lang"], _body(match)))
     return blocks
 
 
+def unexecuted_blocks() -> list[str]:
+    """Python, YAML and TOML blocks outside every marked stretch, as ``file: first line``."""
+    found = []
+    for document in DOCUMENTS:
+        text = _REGION.sub("", document.read_text())
+        for match in _FENCE.finditer(text):
+            if match["lang"] in EXECUTABLE_LANGUAGES:
+                first = _body(match).strip().splitlines()[0]
+                found.append(f"{document.relative_to(REPO)}: {first}")
+    return found
+
+
 def readme_snippet(title: str) -> str:
-    """The body of the wiring section's code block titled `title`."""
+    """The body of the executed block titled `title` (README.md or docs/*.md)."""
     found = [body for block_title, _, body in readme_blocks() if block_title == title]
-    assert len(found) == 1, f"README wiring section has {len(found)} blocks titled {title!r}"
+    assert len(found) == 1, f"README and docs hold {len(found)} executed blocks titled {title!r}"
     return found[0]
 
 

@@ -51,6 +51,29 @@ OptionOpt = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"adk-pairing {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print adk-pairing's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Find and show unanswered tool calls in ADK session stores, and demo the repair."""
+
+
 @app.command()
 def demo(
     db: Annotated[

@@ -5,19 +5,21 @@ Nothing is simulated. The demo
 1. starts a child process that runs a real ADK `Runner` (scripted model, slow
    tool) on an embedded SQLite store and kills it with SIGKILL once the
    model's function call is stored and the tool is running;
-2. runs the next user turn through the plain ``DatabaseSessionService`` (on a
+2. runs the next user turn through the plain ``SqliteSessionService`` (on a
    copy of the store, so both runs start from the same history) and inspects
    the request ADK built for the model;
 3. runs the same turn through `PairingSessionService` on the original store,
-   checks the request against Anthropic's pairing rule, shows the synthetic
-   result the model received, and proves that the rows stored before the turn
-   are byte-for-byte unchanged and that nothing synthetic was written.
+   checks the request against a provider's pairing rule (`RequestRule`), shows
+   the synthetic result the model received, and proves that the rows stored
+   before the turn are byte-for-byte unchanged and that nothing synthetic was
+   written.
 
-The store is ADK's ``DatabaseSessionService`` on ``sqlite+aiosqlite``: it is the
-same class and schema (events as JSON in ``events.event_data``) that serves
-PostgreSQL in production, so the demo exercises the code path operators run,
-with no server to set up. (``SqliteSessionService`` is a separate
-implementation with its own schema, used by ADK for ``sqlite://`` URIs.)
+The demo needs nothing beyond adk-pairing's base dependencies, so it runs
+right after ``pip install adk-pairing``. The store is ADK's
+``SqliteSessionService``: the one ``adk web`` keeps local sessions in
+(``.adk/session.db``) on every supported release, built on ``aiosqlite``, a
+base dependency of google-adk; ``DatabaseSessionService`` would need SQLAlchemy
+(``adk-pairing[postgres]``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import tempfile
 import textwrap
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,13 +45,13 @@ from typing import Any
 from google.adk import __version__ as adk_version
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
-from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 from rich.console import Console
 
 from ..adk_compat import adk_drops_unanswered_calls, close_session_service
 from ..analysis import analyze
-from ..checks import anthropic_pairing_violations
+from ..checks import anthropic_pairing_violations, gemini_violations
 from ..repair import METADATA_KEY
 from ..service import PairingSessionService
 from ._common import CliError
@@ -72,6 +75,51 @@ CHILD_TIMEOUT_SECONDS = 60.0
 STORE_MARKERS = (METADATA_KEY, "adk-pairing-")
 
 
+@dataclass(frozen=True)
+class RequestRule:
+    """The provider rule the demo checks requests with (see `request_rule`)."""
+
+    id: str
+    #: "<provider>'s pairing rule", for the checks' names.
+    name: str
+    #: What the provider does with a request that breaks the rule.
+    rejects: str
+    violations: Callable[[list[types.Content]], list[str]]
+    #: Shown under the verdict when a stronger rule needs an extra; empty otherwise.
+    note: str = ""
+
+
+ANTHROPIC_RULE = RequestRule(
+    "anthropic",
+    "Anthropic's pairing rule",
+    "Anthropic would reject",
+    anthropic_pairing_violations,
+)
+GEMINI_RULE = RequestRule(
+    "gemini",
+    "Gemini's pairing rule",
+    "Gemini would reject",
+    gemini_violations,
+    note="Anthropic's rule (on ADK's Anthropic converter): pip install 'adk-pairing[anthropic]'",
+)
+
+
+def request_rule() -> RequestRule:
+    """Anthropic's rule when ADK's Anthropic converter imports, else Gemini's.
+
+    Anthropic's is checked on ADK's own converter, which needs the
+    ``anthropic`` package (``adk-pairing[anthropic]``). Gemini receives ADK's
+    contents as they are, so its rule needs no package beyond google-adk. Both
+    refuse a call the very next turn does not answer, which is what the demo
+    shows.
+    """
+    try:
+        from google.adk.models import anthropic_llm  # noqa: F401
+    except ImportError:
+        return GEMINI_RULE
+    return ANTHROPIC_RULE
+
+
 @dataclass
 class Check:
     """One verified claim of the demo (`id` is stable, for scripts)."""
@@ -89,6 +137,7 @@ class DemoReport:
     adk_version: str
     store: str
     session_id: str
+    rule: RequestRule = ANTHROPIC_RULE
     interrupted: dict[str, Any] = field(default_factory=dict)
     unwrapped: dict[str, Any] = field(default_factory=dict)
     paired: dict[str, Any] = field(default_factory=dict)
@@ -106,6 +155,7 @@ class DemoReport:
             "ok": self.ok,
             "adk_version": self.adk_version,
             "store": self.store,
+            "request_rule": self.rule.id,
             "app": APP_NAME,
             "user": USER_ID,
             "session_id": self.session_id,
@@ -140,8 +190,9 @@ def _captured_warnings(*logger_names: str) -> Any:
             logger.removeHandler(handler)
 
 
-def _db_url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
+def _store_uri(path: Path) -> str:
+    """The URI `adk-pairing scan`/`show` read the demo's store by."""
+    return f"sqlite:///{path}"
 
 
 def _calls_in(contents: list[types.Content]) -> list[str]:
@@ -264,15 +315,14 @@ async def interrupt_turn(
     The child's stderr is discarded (or, with `debug`, passed through): a pipe
     nobody reads could fill up and stall the child.
     """
-    url = _db_url(db_path)
-    service = DatabaseSessionService(db_url=url)
+    service = SqliteSessionService(db_path=str(db_path))
     try:
         await service.create_session(app_name=APP_NAME, user_id=USER_ID, session_id=session_id)
         child = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "adk_pairing.cli._demo_child",
-            url,
+            str(db_path),
             session_id,
             stdout=asyncio.subprocess.PIPE,
             stderr=None if debug else asyncio.subprocess.DEVNULL,
@@ -336,17 +386,17 @@ async def next_turn(
 
 async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> None:
     """Step 2: the next turn through the plain service, as an unprotected app runs it."""
-    service = DatabaseSessionService(db_url=_db_url(db_copy))
+    service = SqliteSessionService(db_path=str(db_copy))
     try:
         stored = await service.get_session(
             app_name=APP_NAME, user_id=USER_ID, session_id=session_id
         )
         assert stored is not None
-        as_stored = anthropic_pairing_violations([e.content for e in stored.events if e.content])
+        as_stored = report.rule.violations([e.content for e in stored.events if e.content])
         contents, warnings, _ = await next_turn(service, session_id)
     finally:
         await close_session_service(service)
-    violations = anthropic_pairing_violations(contents)
+    violations = report.rule.violations(contents)
     call_sent = CALL_ID in _calls_in(contents)
     drop_warning = next((w for w in warnings if ADK_DROP_WARNING in w), None)
     dropped = not call_sent and drop_warning is not None
@@ -368,7 +418,7 @@ async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> 
     }
     describe = {
         "dropped": "ADK dropped the unanswered call from the request",
-        "sent_unpaired": "ADK sent the unanswered call; the request breaks the pairing rule",
+        "sent_unpaired": f"ADK sent the unanswered call; the request breaks {report.rule.name}",
         "unexpected": "neither a violation nor a dropped call was observed",
     }
     report.check(
@@ -383,7 +433,7 @@ async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> 
 async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> None:
     """Step 3: the same turn through PairingSessionService, and the store checked after."""
     before = event_rows(db_path)
-    inner = DatabaseSessionService(db_url=_db_url(db_path))
+    inner = SqliteSessionService(db_path=str(db_path))
     paired = PairingSessionService(inner)
     try:
         contents, warnings, _ = await next_turn(paired, session_id)
@@ -393,7 +443,7 @@ async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> Non
     finally:
         await close_session_service(paired)
     after = event_rows(db_path)
-    violations = anthropic_pairing_violations(contents)
+    violations = report.rule.violations(contents)
     call_sent = CALL_ID in _calls_in(contents)
     synthetic = _response_to(contents, CALL_ID)
     keys = sorted(before)
@@ -418,7 +468,7 @@ async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> Non
     }
     report.check(
         "repaired_request_valid",
-        "repaired request passes Anthropic's pairing rule",
+        f"repaired request passes {report.rule.name}",
         call_sent and not violations,
         f"call {CALL_ID} kept, {len(violations)} violations",
     )
@@ -453,7 +503,12 @@ async def run_demo(db: Path | None, *, debug: bool = False) -> DemoReport:
             if not db_path.parent.is_dir():
                 raise CliError(f"--db {db}: directory {db_path.parent} does not exist")
         session_id = f"interrupted-{uuid.uuid4().hex[:8]}"
-        report = DemoReport(adk_version=adk_version, store=_db_url(db_path), session_id=session_id)
+        report = DemoReport(
+            adk_version=adk_version,
+            store=_store_uri(db_path),
+            session_id=session_id,
+            rule=request_rule(),
+        )
         await interrupt_turn(db_path, session_id, report, debug=debug)
         copy = workdir / "unwrapped-copy.db"
         _copy_store(db_path, copy)
@@ -481,7 +536,7 @@ def render(report: DemoReport, console: Console) -> None:
             say(f"    {line}")
 
     i, u, p = report.interrupted, report.unwrapped, report.paired
-    say(f"adk-pairing demo · google-adk {report.adk_version} · DatabaseSessionService on")
+    say(f"adk-pairing demo · google-adk {report.adk_version} · SqliteSessionService on")
     say(f"  {report.store}")
     say("")
     say("1. A turn dies while its tool runs")
@@ -491,7 +546,7 @@ def render(report: DemoReport, console: Console) -> None:
         f"    → SIGKILL → exit {i['child_returncode']}; "
         f"{len(i['missing_calls'])} stored call has no result"
     )
-    say("2. Next turn through the plain DatabaseSessionService (a copy of the store)")
+    say("2. Next turn through the plain SqliteSessionService (a copy of the store)")
     wrong = mark("unprotected_turn_fails") == "✓"
     if u["behaviour"] == "dropped":
         say(
@@ -504,7 +559,7 @@ def render(report: DemoReport, console: Console) -> None:
     elif u["behaviour"] == "sent_unpaired":
         say(
             f"  {'!' if wrong else '✗'} ADK {report.adk_version} sent the unanswered call; "
-            "Anthropic would reject"
+            f"{report.rule.rejects}"
         )
         say("    this request and every later one (HTTP 400):")
         quote(u["request_violations"][0])
@@ -512,11 +567,11 @@ def render(report: DemoReport, console: Console) -> None:
     else:
         say("  ✗ no failure observed: neither a dropped call nor a pairing violation")
     if u["history_as_stored_violations"]:
-        say("    sent as stored, Anthropic would reject it:")
+        say(f"    sent as stored, {report.rule.rejects} it:")
         quote(u["history_as_stored_violations"][0])
     say("3. Same turn through PairingSessionService")
     rule = "repaired_request_valid"
-    say(f"  {mark(rule)} request passes Anthropic's pairing rule; the call is kept:")
+    say(f"  {mark(rule)} request passes {report.rule.name}; the call is kept:")
     say(f"    {p['request_outline']}")
     synthetic = p["synthetic_result"] or {}
     say(
@@ -539,6 +594,8 @@ def render(report: DemoReport, console: Console) -> None:
     verdict = "the repair works." if report.ok else "FAILED."
     say("")
     say(f"{passed}/{len(report.checks)} checks passed: {verdict}")
+    if report.rule.note:
+        say(report.rule.note)
     if p.get("kept_store"):
         say(
             f"Inspect: adk-pairing show {report.store} --app {APP_NAME} --user {USER_ID} "

@@ -1,6 +1,6 @@
 """The process `adk-pairing demo` kills: one real ADK turn against the demo store.
 
-Usage (by the demo only): ``python -m adk_pairing.cli._demo_child DB_URL SESSION_ID``.
+Usage (by the demo only): ``python -m adk_pairing.cli._demo_child DB_PATH SESSION_ID``.
 The session must exist. The turn's model call is persisted by the Runner, then
 the tool starts and sleeps until the parent sends SIGKILL: a real interrupted
 turn, with nothing cleaned up.
@@ -14,13 +14,13 @@ import sys
 import warnings
 
 from google.adk.runners import Runner
-from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 from ._demo_agent import APP_NAME, FIRST_MESSAGE, USER_ID, ScriptedModel, build_agent, user_message
 
 
-async def run_turn(db_url: str, session_id: str) -> None:
-    service = DatabaseSessionService(db_url=db_url)
+async def run_turn(db_path: str, session_id: str) -> None:
+    service = SqliteSessionService(db_path=db_path)
     runner = Runner(
         agent=build_agent(ScriptedModel(model="scripted-demo-model")),
         app_name=APP_NAME,
@@ -36,7 +36,7 @@ async def run_turn(db_url: str, session_id: str) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m adk_pairing.cli._demo_child DB_URL SESSION_ID", file=sys.stderr)
+        print("usage: python -m adk_pairing.cli._demo_child DB_PATH SESSION_ID", file=sys.stderr)
         return 2
     warnings.simplefilter("ignore")
     logging.getLogger("google_adk").addHandler(logging.NullHandler())

@@ -36,6 +36,7 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk_compat import close_session_service, sqlite_service_parses_uris
+from ..extras import install_line, missing_extra
 from ..factory import create_inner_session_service
 from ..masking import mask_uri
 from ..uris import inner_uri
@@ -142,6 +143,13 @@ def read_only_target(uri: str, options: dict[str, Any]) -> tuple[str, dict[str, 
 
 def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedStore:
     """Builds the inner (unwrapped) service for `uri` on read-only connections."""
+    missing = missing_extra(uri)
+    if missing is not None:
+        modules, extra = missing
+        raise CliError(
+            f"{mask_uri(uri)} needs {' and '.join(modules)}, which adk-pairing's base install "
+            f"leaves out: {install_line(extra)}"
+        )
     target, factory_options, how = read_only_target(uri, options or {})
     if _scheme(target) == "sqlite":
         path = _require_sqlite_file(target)
