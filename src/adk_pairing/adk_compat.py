@@ -30,10 +30,11 @@ version is only quoted in messages, for the reader.
   and agent router single out only its own ``INVOCATION_ABORTED``,
   ``events/_abort_events.py:47``). But from 2.9 ``Event.is_final_response()``
   is True for any non-partial event with an ``error_code`` and no call
-  (``events/event.py:297`` in 2.9.2), function responses included; and from
+  (``events/event.py:300`` in 2.9.2), function responses included; and from
   2.6 a workflow rebuilds each node's outcome from the session, where an
-  ``error_code`` makes an event terminal and records the node as failed
-  (``workflow/utils/_rehydration_utils.py:370`` in 2.6.2, ``:435`` in 2.13.0).
+  ``error_code`` makes an event terminal (``is_terminal_event``,
+  ``workflow/utils/_rehydration_utils.py:370`` in 2.6.2, ``:495`` in 2.13.0)
+  and records the node as failed (``:435`` in 2.13.0).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_adk_web_bundle_still_skips_exactly_pending_responses() -> None:
     if not any("hasFunctionResponse(" in path.read_text() for path in bundles):
         pytest.skip(
             f"google-adk {google.adk.__version__}'s adk web has no hasFunctionResponse "
-            "(no answer box for long-running calls)"
+            "(it lists long-running calls from the streamed events only)"
         )
     source = "".join(path.read_text() for path in bundles)
     assert 'response?.status!=="pending"' in source
