@@ -10,7 +10,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo services test test-adk check-install-pin check-wheel lint bench profile
+.PHONY: install demo services test test-adk check-install-pin check-wheel lint bench profile web-check
 
 # The older google-adk releases CI tests besides the newest: one constraints
 # file each (constraints/adk-<version>.txt), one virtualenv each (.venv-adk-<version>).
@@ -70,6 +70,21 @@ check-wheel: install
 
 bench: install services
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# `adk web` over the decorator in a real headless Chromium: Debian's `chromium`
+# (scripts/ensure-chromium.sh installs or finds it), driven by Playwright from
+# PyPI through its executable_path, so no browser is downloaded. Screenshots go
+# to docs/images/. CI asserts the same through adk web's HTTP API
+# (tests/integration/test_adk_web_http_api.py, part of make test).
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+$(BROWSER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	touch $(BROWSER_STAMP)
+
+web-check: $(BROWSER_STAMP)
+	CHROMIUM="$$(bash scripts/ensure-chromium.sh)" && export CHROMIUM && \
+	  $(BIN)/python -m pytest tests/browser/check_adk_web.py $(PYTEST_ARGS)
 
 # pyinstrument call trees of the paths behind the targets RESULTS.md reports missed.
 profile: install

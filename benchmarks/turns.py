@@ -45,7 +45,7 @@ from workloads import (
     usage_metadata,
 )
 
-from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT
+from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT, placeholder_text
 from adk_pairing.service import PairingSessionService
 
 _PLACEHOLDER_TEXTS = frozenset({DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT})
@@ -84,7 +84,7 @@ def _placeholder_count(request: LlmRequest) -> int:
         for content in request.contents
         for part in content.parts or ()
         if part.function_response is not None
-        and (part.function_response.response or {}).get("message") in _PLACEHOLDER_TEXTS
+        and placeholder_text(part.function_response.response) in _PLACEHOLDER_TEXTS
     )
 
 

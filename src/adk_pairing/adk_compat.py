@@ -25,10 +25,21 @@ version is only quoted in messages, for the reader.
   request); from 2.10 ``drop_orphaned_function_calls``
   (``flows/llm_flows/tools/_rearranger.py:247`` in 2.10.0) removes it and
   logs a warning.
+* What ADK decides from an event's ``error_code`` (`adk_reads_error_code_of_responses`).
+  No release reads it when it builds a request or routes a run (2.13's runner
+  and agent router single out only its own ``INVOCATION_ABORTED``,
+  ``events/_abort_events.py:47``). But from 2.9 ``Event.is_final_response()``
+  is True for any non-partial event with an ``error_code`` and no call
+  (``events/event.py:300`` in 2.9.2), function responses included; and from
+  2.6 a workflow rebuilds each node's outcome from the session, where an
+  ``error_code`` makes an event terminal (``is_terminal_event``,
+  ``workflow/utils/_rehydration_utils.py:370`` in 2.6.2, ``:495`` in 2.13.0)
+  and records the node as failed (``:435`` in 2.13.0).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -41,6 +52,7 @@ __all__ = [
     "MIN_ADK_FOR_REDIS",
     "REDIS_ALTERNATIVE",
     "adk_drops_unanswered_calls",
+    "adk_reads_error_code_of_responses",
     "close_session_service",
     "has_adk_redis_session_service",
     "sqlite_service_parses_uris",
@@ -86,6 +98,33 @@ def adk_drops_unanswered_calls() -> bool:
     if not _module_exists(name):
         return False
     return hasattr(importlib.import_module(name), "drop_orphaned_function_calls")
+
+
+@functools.cache
+def adk_reads_error_code_of_responses() -> bool:
+    """Whether ADK decides anything from the ``error_code`` of a function-response event.
+
+    Probed on two events that differ only in ``error_code``: through
+    ``Event.is_final_response`` and, where the release has workflows, the
+    rehydration's ``is_terminal_event``. Any failure of the probe answers True.
+    """
+    from google.adk.events.event import Event
+    from google.genai import types
+
+    def response_event(**error: str) -> Event:
+        response = types.FunctionResponse(id="probe", name="probe", response={"error": "x"})
+        part = types.Part(function_response=response)
+        return Event(author="probe", content=types.Content(role="user", parts=[part]), **error)
+
+    try:
+        plain, failed = response_event(), response_event(error_code="PROBE", error_message="x")
+        readers: list[Any] = [Event.is_final_response]
+        name = "google.adk.workflow.utils._rehydration_utils"
+        if _module_exists(name):
+            readers.append(importlib.import_module(name).is_terminal_event)
+        return any(bool(read(plain)) != bool(read(failed)) for read in readers)
+    except Exception:  # an unforeseen release: assume it reads the field
+        return True
 
 
 async def close_session_service(service: Any) -> None:

@@ -33,6 +33,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from pydantic import BaseModel
 
+from .adk_compat import adk_reads_error_code_of_responses
 from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
 from .proof import view_never_worse
 
@@ -55,6 +56,24 @@ DEFAULT_PENDING_TEXT = (
     "operation, a confirmation or a request for input) and its result has not "
     "arrived yet. Do not call it again; its result will follow when it arrives."
 )
+
+
+#: The ``error_code`` of a synthetic event answering a call with no recorded
+#: result. Our own, never ADK's ``INVOCATION_ABORTED``: 2.13's runner and agent
+#: router treat an event with that code as the seal of an aborted invocation.
+MISSING_ERROR_CODE = "ADK_PAIRING_NO_RESULT"
+
+#: The response key that carries a placeholder's text, by status. google-genai
+#: documents ``"error"`` as the key for a failed call's details
+#: (``FunctionResponse.response``); a pending call has not failed.
+PLACEHOLDER_TEXT_KEY = {CallStatus.MISSING: "error", CallStatus.PENDING: "message"}
+
+
+def placeholder_text(response: dict[str, Any] | None) -> str | None:
+    """The text a placeholder response carries, whatever its status."""
+    response = response or {}
+    text = response.get(PLACEHOLDER_TEXT_KEY[CallStatus.MISSING])
+    return text if text is not None else response.get(PLACEHOLDER_TEXT_KEY[CallStatus.PENDING])
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +201,13 @@ def placeholder_part(
         {
             "id": call_id,
             "name": name,
-            "response": {"status": status.value, "message": texts.for_status(status)},
+            # "status" stays exactly "pending" for a held-open call: adk web's
+            # hasFunctionResponse ignores such a response and keeps the call's
+            # answer box; any other value removes it.
+            "response": {
+                "status": status.value,
+                PLACEHOLDER_TEXT_KEY[status]: texts.for_status(status),
+            },
         },
     )
     return _clone(_EMPTY_PART, {"function_response": response})
@@ -202,6 +227,7 @@ class RepairedSlot:
     __slots__ = (
         "_entries",
         "_missing",
+        "_missing_text",
         "_parts",
         "_pending",
         "_synthetic_id",
@@ -220,6 +246,7 @@ class RepairedSlot:
         self._entries: dict[int, dict[str, str | None]] = {}
         self._pending: dict[int, str] = {}
         self._missing: dict[int, str] = {}
+        self._missing_text = texts.missing
         for call in open_calls:
             status = call.status
             self._parts[call.part_index] = placeholder_part(call.call_id, call.name, status, texts)
@@ -281,6 +308,13 @@ class RepairedSlot:
                 }
             },
         }
+        if self._missing:
+            # ADK's convention for a call that failed (2.13's abort seal):
+            # adk web shows the event's error under the call's chip. The code
+            # goes on only where ADK decides nothing from it.
+            fields["error_message"] = self._missing_text
+            if not adk_reads_error_code_of_responses():
+                fields["error_code"] = MISSING_ERROR_CODE
         _copy_scope(call_event, fields)
         # A copy of a template, not ``Event(**fields)``: validating every field
         # was half the cost of the synthetic event a call appended through a

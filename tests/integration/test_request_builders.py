@@ -22,6 +22,7 @@ from google.genai import types
 
 from adk_pairing import CallStatus
 from adk_pairing.builder_traits import builder_traits
+from adk_pairing.repair import placeholder_text
 
 from .conftest import backend_params
 from .support.backends import Backend
@@ -93,7 +94,7 @@ def result_after_each_call(request: RecordedRequest, call_id: str) -> list[str]:
             response = part.function_response
             if response is not None and response.id == call_id:
                 payload = response.response or {}
-                found = str(payload.get("status", "real")) if "message" in payload else "real"
+                found = str(payload.get("status", "real")) if placeholder_text(payload) else "real"
         answers.append(found)
     return answers
 

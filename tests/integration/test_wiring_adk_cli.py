@@ -22,15 +22,8 @@ adk-pairing marker anywhere.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shlex
-import shutil
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,26 +31,20 @@ import httpx
 import pytest
 
 from .wiring_support import (
-    DEMO_AGENT,
+    ADK,
+    READY_TIMEOUT,
+    agents_copy,
+    api_server,
     assert_model_saw_placeholder,
     assert_store_untouched,
     demo_report,
+    free_port,
     raw_event_rows,
     readme_snippet,
     seed_interrupted_session,
 )
 
 pytestmark = pytest.mark.postgres
-
-ADK = Path(sys.executable).with_name("adk")
-IGNORED = shutil.ignore_patterns("__pycache__", ".adk")
-READY_TIMEOUT = 90.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def readme_api_server_args(session_service_uri: str, agents_root: Path) -> list[str]:
@@ -71,53 +58,6 @@ def readme_api_server_args(session_service_uri: str, agents_root: Path) -> list[
     assert argv[-1] == "examples/agents"
     argv[-1] = str(agents_root)
     return [str(ADK), *argv[1:]]
-
-
-def _log_tail(log: Path, lines: int = 40) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-
-
-@contextlib.contextmanager
-def api_server(argv: list[str], workdir: Path) -> Iterator[str]:
-    """Runs ``adk api_server`` until it answers /list-apps; yields its base URL; kills it."""
-    port = free_port()
-    log = workdir / "api_server.log"
-    command = [*argv, "--host", "127.0.0.1", "--port", str(port), "--no-reload"]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, cwd=workdir, stdout=output, stderr=subprocess.STDOUT, env=env
-        )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"adk api_server exited with {process.returncode}:\n{_log_tail(log)}")
-            with contextlib.suppress(httpx.TransportError):
-                # /list-apps exists on every version; /health only from google-adk 2.x.
-                if httpx.get(f"{base_url}/list-apps", timeout=1.0).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"adk api_server not ready in {READY_TIMEOUT}s:\n{_log_tail(log)}")
-            time.sleep(0.1)
-        yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def agents_copy(tmp_path: Path) -> Path:
-    """The example agents root (the agent and services.yaml), copied so the server
-    writes nothing into the repo."""
-    target = tmp_path / "agents"
-    shutil.copytree(DEMO_AGENT, target / DEMO_AGENT.name, ignore=IGNORED)
-    shutil.copy(DEMO_AGENT.parent / "services.yaml", target / "services.yaml")
-    return target
 
 
 async def run_interrupted_session_through(base_url: str, postgres_url: str) -> dict[str, Any]:

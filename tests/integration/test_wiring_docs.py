@@ -183,7 +183,7 @@ async def test_yaml_config_snippets_load_a_postgres_service(
     assert is_synthetic(placeholder)
     response = placeholder.content.parts[0].function_response
     assert (response.id, response.name) == (seeded.call_id, INTERRUPTED_TOOL)
-    assert response.response["message"] == session_service.texts.missing
+    assert response.response["error"] == session_service.texts.missing
     assert session_service.texts.missing.startswith("No result was recorded for this call.")
 
 

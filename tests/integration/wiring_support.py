@@ -9,15 +9,23 @@ can compare what is stored before and after a turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
+import shutil
+import socket
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
 from google.adk.events.event import Event
 from google.adk.sessions import DatabaseSessionService
 from google.genai import types
@@ -226,3 +234,63 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for: {what}")
         await asyncio.sleep(0.05)
+
+
+ADK = Path(sys.executable).with_name("adk")
+IGNORED = shutil.ignore_patterns("__pycache__", ".adk")
+READY_TIMEOUT = 90.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _log_tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def api_server(argv: list[str], workdir: Path) -> Iterator[str]:
+    """Runs an ADK server command (``adk api_server`` or ``adk web``) on a free
+    loopback port until it answers /list-apps; yields its base URL; kills it."""
+    port = free_port()
+    log = workdir / f"{Path(argv[1]).name}.log"
+    command = [*argv, "--host", "127.0.0.1", "--port", str(port), "--no-reload"]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=workdir, stdout=output, stderr=subprocess.STDOUT, env=env
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"adk {argv[1]} exited with {process.returncode}:\n{_log_tail(log)}")
+            with contextlib.suppress(httpx.TransportError):
+                # /list-apps exists on every version; /health only from google-adk 2.x.
+                if httpx.get(f"{base_url}/list-apps", timeout=1.0).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                pytest.fail(f"adk {argv[1]} not ready in {READY_TIMEOUT}s:\n{_log_tail(log)}")
+            time.sleep(0.1)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def agents_copy(tmp_path: Path, agents: Iterable[Path] = (DEMO_AGENT,)) -> Path:
+    """The example agents root (`agents` and services.yaml), copied so the server
+    writes nothing into the repo."""
+    target = tmp_path / "agents"
+    for agent in agents:
+        shutil.copytree(agent, target / agent.name, ignore=IGNORED)
+    shutil.copy(DEMO_AGENT.parent / "services.yaml", target / "services.yaml")
+    return target

@@ -133,11 +133,11 @@ def test_pending_and_missing_calls_read_different_texts_that_are_configurable() 
     events = [model_event([call("lro", "wait"), call("c2")], long_running=["lro"])]
     default = repaired_events(events)[1].get_function_responses()
     assert "awaiting a response" in default[0].response["message"]
-    assert "no result was recorded" in default[1].response["message"].lower()
+    assert "no result was recorded" in default[1].response["error"].lower()
     custom = repaired_events(events, PlaceholderTexts(missing="M", pending="P"))[1]
     assert [r.response for r in custom.get_function_responses()] == [
         {"status": "pending", "message": "P"},
-        {"status": "missing", "message": "M"},
+        {"status": "missing", "error": "M"},
     ]
 
 

@@ -31,6 +31,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.repair import placeholder_text
 
 
 class UnpairedRequestError(RuntimeError):
@@ -52,7 +53,7 @@ def describe_request(contents: list[types.Content]) -> dict[str, Any]:
                         "id": part.function_response.id,
                         "name": part.function_response.name,
                         "status": response.get("status", "answered"),
-                        "message": response.get("message"),
+                        "message": placeholder_text(response),
                     }
                 )
     return {"contents": len(contents), "calls": calls, "results": results}

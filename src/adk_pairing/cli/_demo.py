@@ -52,7 +52,7 @@ from rich.console import Console
 from ..adk_compat import adk_drops_unanswered_calls, close_session_service
 from ..analysis import analyze
 from ..checks import anthropic_pairing_violations, gemini_violations
-from ..repair import METADATA_KEY
+from ..repair import METADATA_KEY, placeholder_text
 from ..service import PairingSessionService
 from ._common import CliError
 from ._demo_agent import (
@@ -578,7 +578,7 @@ def render(report: DemoReport, console: Console) -> None:
         f"  {mark('synthetic_result_seen')} the model saw a synthetic result, "
         f"status {synthetic.get('status')!r}:"
     )
-    quote(repr(str(synthetic.get("message", ""))), lines=3)
+    quote(repr(str(placeholder_text(synthetic) or "")), lines=3)
     digest_before = p["pre_existing_rows_sha256_before"][:12]
     digest_after = p["pre_existing_rows_sha256_after"][:12]
     say(
