@@ -58,7 +58,7 @@ opened, and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and
 from __future__ import annotations
 
 import datetime
-import json
+import logging
 import re
 import sqlite3
 import tempfile
@@ -74,7 +74,16 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 
 from . import _adapters
-from ._fast import CALL_MARKER_BYTES, CALL_MARKERS, LightEvent, light_event, needs_confirmation
+from ._fast import (
+    CALL_MARKER_BYTES,
+    CALL_MARKERS,
+    LightEvent,
+    light_event,
+    needs_confirmation,
+    parse_json,
+)
+
+logger = logging.getLogger("adk_pairing.cli")
 
 #: Sessions fetched per batch by default: ~5,000 events of 50-event sessions.
 DEFAULT_BATCH_SIZE = 100
@@ -478,27 +487,34 @@ class DatabaseReader:
     async def _fast_batch(
         self, orm: Any, app: str, kept: list[tuple[str, str, float]], timeout: float | None
     ) -> AsyncIterator[ReadItem]:
-        """Schema 1 by the fast path: only rows naming a call, result or rewind.
+        """Schema 1 by the fast path: only rows naming a call, result or rewind."""
+        from sqlalchemy import Text, cast, select, tuple_
 
-        The filter is a substring match on the stored JSON as text
-        (`CALL_MARKERS`): conservative, since a text part that merely
-        mentions ``function_call`` is fetched too and then found harmless.
-        """
-        from sqlalchemy import Text, cast, or_, select, tuple_
-
-        table = self._event_model.__table__
-        columns = table.c
-        data = cast(columns.event_data, Text)
+        columns = self._event_model.__table__.c
         keys = [(user, sid) for user, sid, _ in kept]
         query = (
-            select(columns.user_id, columns.session_id, columns.invocation_id, data)
+            select(
+                columns.user_id,
+                columns.session_id,
+                columns.invocation_id,
+                cast(columns.event_data, Text),
+            )
             .where(columns.app_name == app)
             .where(tuple_(columns.user_id, columns.session_id).in_(keys))
-            .where(or_(*(data.contains(marker) for marker in CALL_MARKERS)))
+            .where(_names_a_call(columns.event_data, self._engine.dialect.name))
             .order_by(columns.user_id, columns.session_id, columns.timestamp, columns.id)
         )
         grouped: dict[tuple[str, str], list[Any]] = {key: [] for key in keys}
-        for user, sid, invocation, text in (await orm.execute(query)).all():
+        try:
+            rows = (await orm.execute(query)).all()
+        except Exception:
+            # Whatever the filter met, ADK's own full read says what is wrong.
+            logger.debug("fast read of a batch failed; reading it in full", exc_info=True)
+            batch = self._batch(orm, app, kept, self._event_model, select, tuple_, timeout)
+            async for item in batch:
+                yield item
+            return
+        for user, sid, invocation, text in rows:
             grouped[(user, sid)].append((invocation, text))
         confirm: list[tuple[str, str, float]] = []
         for user, sid, updated in kept:
@@ -515,13 +531,43 @@ class DatabaseReader:
                 yield item
 
 
+#: PostgreSQL (``event_data`` is JSONB): the members that make an event matter.
+#: SQL/JSON paths in lax mode, so a member of an unexpected type is skipped,
+#: never an error; both spellings ADK's models read.
+_JSONB_CALL_PATHS = (
+    "$.content.parts[*] ? (exists(@.function_call) || exists(@.function_response)"
+    " || exists(@.functionCall) || exists(@.functionResponse))",
+    "$.actions ? (exists(@.rewind_before_invocation_id) || exists(@.rewindBeforeInvocationId))",
+)
+
+
+def _names_a_call(event_data: Any, dialect: str) -> Any:
+    """A condition true for every stored event naming a call, a result or a rewind.
+
+    On PostgreSQL the JSONB members are tested in place (turning JSONB into
+    text to match it costs more than the rest of the read); elsewhere the
+    column is text and a substring match on `CALL_MARKERS` is conservative:
+    a text part that merely mentions ``function_call`` is fetched too, and
+    found harmless.
+    """
+    from sqlalchemy import Text, cast, func, literal, or_
+
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import JSONPATH
+
+        paths = (cast(literal(path), JSONPATH) for path in _JSONB_CALL_PATHS)
+        return or_(*(func.jsonb_path_exists(event_data, path) for path in paths))
+    text = cast(event_data, Text)
+    return or_(*(text.contains(marker) for marker in CALL_MARKERS))
+
+
 def _light_v1_row(row: tuple[str | None, str]) -> LightEvent:
     invocation, text = row
-    return light_event(json.loads(text), invocation)
+    return light_event(parse_json(text), invocation)
 
 
 def _light_json_row(text: str | bytes) -> LightEvent:
-    return light_event(json.loads(text))
+    return light_event(parse_json(text))
 
 
 def _fast_verdict(rows: Sequence[Any], convert: Any, timeout: float | None) -> bool | BaseException:
@@ -731,7 +777,7 @@ def _fast_session(raw: Any, app: str, user: str, sid: str, timeout: float | None
     """
     data = raw.encode() if isinstance(raw, str) else raw
     try:
-        session = json.loads(data)
+        session = parse_json(data)
         events = session.get("events") or ()
         if not isinstance(events, list):
             raise TypeError("events is not a list")
