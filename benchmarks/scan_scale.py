@@ -50,7 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import seed_scan
 
 from adk_pairing.adk_compat import close_session_service
+from adk_pairing.cli._direct import JSONB_CALL_PATHS
 from adk_pairing.cli._fast import CALL_MARKERS
+
+PARTS = ("postgres", "database", "sqlite", "scale")
 
 
 @dataclass
@@ -66,14 +69,37 @@ class Run:
     report: dict[str, Any]
 
 
+def _peak_rss_kb(pid: int) -> int | None:
+    """``VmHWM`` of `pid`: the peak RSS of its own address space.
+
+    Not ``ru_maxrss``: Linux carries a forked child's high-water mark across
+    ``exec``, so that would report this (large) parent's size.
+    """
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def run_scan(label: str, url: str, app: str, *extra: str) -> Run:
     """Runs the console script; wall, CPU and peak RSS of that process alone."""
     script = Path(sys.executable).with_name("adk-pairing")
     command = [str(script), "scan", url, "--app", app, "--json", *extra]
     started = time.perf_counter()
+    peak_kb = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, stdout=out, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
+        while True:
+            # The high-water mark only grows: the last reading before exit is the peak.
+            peak_kb = max(peak_kb, _peak_rss_kb(process.pid) or 0)
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.05)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -87,7 +113,7 @@ def run_scan(label: str, url: str, app: str, *extra: str) -> Run:
         wall=wall,
         scanning=report["elapsed_seconds"],
         cpu=usage.ru_utime + usage.ru_stime,
-        peak_rss_mb=usage.ru_maxrss / 1024,
+        peak_rss_mb=peak_kb / 1024,
         sessions=report["sessions_scanned"],
         report=report,
     )
@@ -103,8 +129,10 @@ def check_counts(run: Run, expected: dict[str, int]) -> None:
         raise SystemExit(f"{run.label}: counts {got} differ from the seed's {expected}")
 
 
-def _pg_filter(column: str) -> str:
-    return " OR ".join(f"strpos({column}, '{marker}') > 0" for marker in CALL_MARKERS)
+#: The default mode's row filter on PostgreSQL, as `_direct` sends it.
+_PG_FILTER = " OR ".join(
+    f"jsonb_path_exists(event_data, '{path}'::jsonpath)" for path in JSONB_CALL_PATHS
+)
 
 
 async def pg_floor(database: str, app: str) -> dict[str, float]:
@@ -118,7 +146,7 @@ async def pg_floor(database: str, app: str) -> dict[str, float]:
         )
         await connection.fetch(
             "SELECT user_id, session_id, invocation_id, event_data::text FROM events "
-            f"WHERE app_name = $1 AND ({_pg_filter('event_data::text')})",
+            f"WHERE app_name = $1 AND ({_PG_FILTER}) ORDER BY user_id, session_id, timestamp, id",
             app,
         )
         figures["filtered"] = time.perf_counter() - started
@@ -140,7 +168,8 @@ def sqlite_floor(path: Path, app: str) -> float:
             "SELECT user_id, id, update_time FROM sessions WHERE app_name = ?", (app,)
         ).fetchall()
         connection.execute(
-            f"SELECT user_id, session_id, event_data FROM events WHERE app_name = ? AND ({marks})",
+            "SELECT user_id, session_id, event_data FROM events "
+            f"WHERE app_name = ? AND ({marks}) ORDER BY user_id, session_id, timestamp",
             (app, *CALL_MARKERS),
         ).fetchall()
         return time.perf_counter() - started
@@ -312,27 +341,38 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep a database already seeded")
     parser.add_argument("--keep", action="store_true", help="do not drop the databases")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="run only these parts (each part's ratios come from its own run)",
+    )
     args = parser.parse_args()
     big_db = f"{args.db}_big"
     figures: dict[str, Any] = {}
     try:
-        main_seed = seed_args(args.db, args.app, args.sessions, args.events)
-        expected = asyncio.run(seed_postgres(main_seed, args.reuse))
-        url = seed_scan.adk_url(args.db)
-        floors = asyncio.run(pg_floor(args.db, args.app))
-        pg = compare(
-            f"PostgreSQL DatabaseSessionService {args.sessions:,} x {args.events}",
-            url, args.app, expected, floors["filtered"],
-        )  # fmt: skip
-        pg["floor_every_row_seconds"] = floors["every_row"]
-        print(f"  (one raw read of every event row: {floors['every_row']:.2f} s)")
-        figures["postgres"] = pg
+        if "postgres" in args.only or "scale" in args.only:
+            main_seed = seed_args(args.db, args.app, args.sessions, args.events)
+            expected = asyncio.run(seed_postgres(main_seed, args.reuse))
+        if "postgres" in args.only:
+            url = seed_scan.adk_url(args.db)
+            floors = asyncio.run(pg_floor(args.db, args.app))
+            pg = compare(
+                f"PostgreSQL DatabaseSessionService {args.sessions:,} x {args.events}",
+                url, args.app, expected, floors["filtered"],
+            )  # fmt: skip
+            pg["floor_every_row_seconds"] = floors["every_row"]
+            print(f"  (one raw read of every event row: {floors['every_row']:.2f} s)")
+            figures["postgres"] = pg
 
         with tempfile.TemporaryDirectory(prefix="adk-pairing-scan-bench-") as scratch:
             for kind, scheme, label in (
                 ("database", "sqlite+aiosqlite", "DatabaseSessionService on SQLite"),
                 ("sqlite", "sqlite", "SqliteSessionService"),
             ):
+                if kind not in args.only:
+                    continue
                 path = Path(scratch) / f"{kind}.db"
                 counts = seed_sqlite(kind, path, args.app, args.sqlite_sessions, args.events)
                 figures[kind] = compare(
@@ -340,11 +380,15 @@ def main() -> None:
                     f"{scheme}:///{path}", args.app, counts, sqlite_floor(path, args.app),
                 )  # fmt: skip
 
+        if "scale" not in args.only:
+            return
         big_seed = seed_args(big_db, args.app, args.big_sessions, args.big_events)
         big_expected = asyncio.run(seed_postgres(big_seed, args.reuse))
+        small_run = run_scan("default", seed_scan.adk_url(args.db), args.app)
+        check_counts(small_run, expected)
         big = run_scan("default", seed_scan.adk_url(big_db), args.app)
         check_counts(big, big_expected)
-        small = pg["runs"]["default"]
+        small = asdict(small_run)
         growth_mb = (big.peak_rss_mb - small["peak_rss_mb"]) / (big.sessions - small["sessions"])
         rate = big.sessions / big.scanning
         million = 1_000_000
@@ -372,8 +416,8 @@ def main() -> None:
         if not args.keep:
             for database in (args.db, big_db):
                 asyncio.run(drop_database(database))
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2))
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

@@ -534,7 +534,7 @@ class DatabaseReader:
 #: PostgreSQL (``event_data`` is JSONB): the members that make an event matter.
 #: SQL/JSON paths in lax mode, so a member of an unexpected type is skipped,
 #: never an error; both spellings ADK's models read.
-_JSONB_CALL_PATHS = (
+JSONB_CALL_PATHS = (
     "$.content.parts[*] ? (exists(@.function_call) || exists(@.function_response)"
     " || exists(@.functionCall) || exists(@.functionResponse))",
     "$.actions ? (exists(@.rewind_before_invocation_id) || exists(@.rewindBeforeInvocationId))",
@@ -546,7 +546,7 @@ def _names_a_call(event_data: Any, dialect: str) -> Any:
 
     On PostgreSQL the JSONB members are tested in place (turning JSONB into
     text to match it costs more than the rest of the read); elsewhere the
-    column is text and a substring match on `CALL_MARKERS` is conservative:
+    column is text and a substring search for `CALL_MARKERS` is conservative:
     a text part that merely mentions ``function_call`` is fetched too, and
     found harmless.
     """
@@ -555,9 +555,12 @@ def _names_a_call(event_data: Any, dialect: str) -> Any:
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import JSONPATH
 
-        paths = (cast(literal(path), JSONPATH) for path in _JSONB_CALL_PATHS)
+        paths = (cast(literal(path), JSONPATH) for path in JSONB_CALL_PATHS)
         return or_(*(func.jsonb_path_exists(event_data, path) for path in paths))
     text = cast(event_data, Text)
+    if dialect == "sqlite":
+        # instr is a plain byte search; LIKE folds case on every byte.
+        return or_(*(func.instr(text, marker) > 0 for marker in CALL_MARKERS))
     return or_(*(text.contains(marker) for marker in CALL_MARKERS))
 
 
