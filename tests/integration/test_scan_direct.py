@@ -669,6 +669,18 @@ def test_three_shards_merge_into_the_report_of_one_scan(seeded: Seeded, tmp_path
             slow = scan(seeded, *scope, "--reader", "get-session", "--shard", f"{index}/3")
             assert slow["sessions_scanned"] == size
 
+    # A shard's --json-lines output merges as well as its --json.
+    lines = runner.invoke(
+        cli_app,
+        ["scan", seeded.uri, *seeded.options, *scope, "--batch-size", "2", "--shard", "0/3",
+         "--json-lines"],
+    )  # fmt: skip
+    streamed = tmp_path / "shard-0.jsonl"
+    streamed.write_text(lines.stdout)
+    from_lines = json.loads(_merge([streamed, *paths[1:]], "--json").stdout)
+    assert _summary(from_lines) == _summary(whole)
+    assert from_lines["unreadable"] == whole["unreadable"]
+
     missing_one = _merge(paths[:2])
     assert missing_one.exit_code == 2 and "shards 2/3 are missing" in missing_one.stderr
     twice = _merge([paths[0], paths[0], paths[1]])
