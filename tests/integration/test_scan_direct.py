@@ -114,30 +114,42 @@ class Seeded:
     session_ids: dict[str, str] = field(default_factory=dict)
 
 
-def _ties_are_ordered(service: BaseSessionService) -> bool:
+async def _ties_are_ordered(service: BaseSessionService) -> bool:
     """Whether the installed service orders events with equal timestamps at all.
 
     Before 2.9 both SQL services sort on the timestamp alone, so the order of
     a tie is the database's choice and may differ between two reads of ADK's
-    own; such a session cannot be compared.
+    own; such a session cannot be compared. Probed on a scratch store of the
+    same class, as the direct reader probes it.
     """
+    import tempfile
+
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    from adk_pairing.cli._direct import DATABASE_TIE_BREAKS, SQLITE_TIE_BREAKS, tie_break
+    from adk_pairing.adk_compat import close_session_service
+    from adk_pairing.cli._direct import probe_tie_break
 
-    if isinstance(service, SqliteSessionService):
-        return tie_break(SqliteSessionService, SQLITE_TIE_BREAKS) is not None
-    if isinstance(service, DatabaseSessionService):
-        return tie_break(DatabaseSessionService, DATABASE_TIE_BREAKS) is not None
-    return True  # Redis: a session's events are one stored list
+    if not isinstance(service, DatabaseSessionService | SqliteSessionService):
+        return True  # Redis: a session's events are one stored list
+    with tempfile.TemporaryDirectory() as scratch:
+        if isinstance(service, SqliteSessionService):
+            probe: BaseSessionService = SqliteSessionService(db_path=f"{scratch}/probe.db")
+        else:
+            probe = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{scratch}/probe.db")
+        try:
+            order = await probe_tie_break(probe)
+        finally:
+            await close_session_service(probe)
+    # DatabaseSessionService orders by the ORM's id column, never by rowid.
+    return order is not None if isinstance(service, SqliteSessionService) else order == "id"
 
 
 async def _seed(service: BaseSessionService, apps: list[str], suffix: str) -> dict[str, str]:
     ids: dict[str, str] = {}
     base = time.time() - 600
     sessions = plan(base)
-    if not _ties_are_ordered(service):
+    if not await _ties_are_ordered(service):
         del sessions["tied"]
     try:
         for app_name in apps:
@@ -398,13 +410,17 @@ def _unreadable(report: dict[str, Any]) -> set[tuple[str, str]]:
     return {(u["app"], u["session"]) for u in report["unreadable"]}
 
 
-def test_direct_and_get_session_readers_agree_on_every_count(seeded: Seeded) -> None:
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["fast", "strict"])
+def test_direct_and_get_session_readers_agree_on_every_count(
+    seeded: Seeded, mode: list[str]
+) -> None:
     apps = [arg for a in seeded.apps for arg in ("--app", a)]
     users = ["alice", "bob"] if seeded.requires_user else [None]
     for user in users:
         scope = [*apps, *(["--user", user] if user else [])]
-        direct = scan(seeded, *scope, "--reader", "direct", "--batch-size", "2")
+        direct = scan(seeded, *scope, "--reader", "direct", "--batch-size", "2", *mode)
         slow = scan(seeded, *scope, "--reader", "get-session")
+        assert direct["mode"] == ("strict" if mode else "fast")
         assert direct["reader"].startswith("direct: ")
         assert direct["fallback_reason"] is None
         assert slow["reader"] == "get_session"
@@ -554,8 +570,9 @@ async def _drop_database(name: str) -> None:
 
 
 @requires(HAS_SESSION_SCHEMAS, NEEDS_SCHEMAS)
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "fast"])
 async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
-    tmp_path: Path,
+    tmp_path: Path, strict: bool
 ) -> None:
     """A timeout no rebuild can meet: every session with events is reported, none counted."""
     from adk_pairing.cli._scan import ReaderChoice, ScanOptions, scan_store
@@ -564,7 +581,9 @@ async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
     seeded = await asyncio.to_thread(_db_sqlite_store, tmp_path)
     store = open_read_only(seeded.uri)
     try:
-        options = ScanOptions(apps=seeded.apps, reader=ReaderChoice.DIRECT, batch_size=2)
+        options = ScanOptions(
+            apps=seeded.apps, reader=ReaderChoice.DIRECT, batch_size=2, strict=strict
+        )
         result = await scan_store(store, ScanOptions(**{**vars(options), "timeout": 1e-9}))
         untimed = await scan_store(store, options)
     finally:
@@ -572,9 +591,16 @@ async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
     timed_out = [u for u in result.unreadable if u["error"] == "timed out after 1e-09 s"]
     empty = len(seeded.apps)  # one session without events per app: rebuilt in no time
     assert result.sessions_scanned == result.healthy_sessions == empty
-    assert len(timed_out) == untimed.sessions_scanned - empty > 0
-    # The malformed sessions still fail on their own error, before any clock is read.
-    assert len(result.unreadable) - len(timed_out) == len(untimed.unreadable) == len(seeded.apps)
+    assert len(untimed.unreadable) == len(seeded.apps)
+    if strict:
+        assert len(timed_out) == untimed.sessions_scanned - empty > 0
+        # The malformed sessions still fail on their own error, before any clock is read.
+        assert len(result.unreadable) - len(timed_out) == len(untimed.unreadable)
+    else:
+        # The fast path never reads the malformed row (it names no call): the
+        # malformed sessions time out on their call rows like every other.
+        assert len(timed_out) == untimed.sessions_scanned - empty + len(untimed.unreadable)
+        assert len(result.unreadable) == len(timed_out)
 
 
 def test_direct_reader_never_calls_the_services_get_session_or_list_sessions(
@@ -596,9 +622,132 @@ def test_direct_reader_never_calls_the_services_get_session_or_list_sessions(
     async def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the direct reader called the service")
 
+    # The SQLite reader probes the installed service's tie-break once per
+    # process, on a scratch file of its own: done before get_session is refused.
+    from adk_pairing.cli._direct import sqlite_service_tie_break
+
+    asyncio.run(sqlite_service_tie_break())
     for cls in classes:
         monkeypatch.setattr(cls, "get_session", refuse)
         monkeypatch.setattr(cls, "list_sessions", refuse)
     report = scan(seeded, *[a for name in seeded.apps for a in ("--app", name)])
     assert report["reader"].startswith("direct: ")
     assert report["sessions_scanned"] > 0
+
+
+def _merge(paths: list[Path], *args: str) -> Any:
+    return runner.invoke(cli_app, ["scan", "--merge", *map(str, paths), *args])
+
+
+def test_three_shards_merge_into_the_report_of_one_scan(seeded: Seeded, tmp_path: Path) -> None:
+    scope = [a for name in seeded.apps for a in ("--app", name)]
+    whole = scan(seeded, *scope, "--batch-size", "2")
+    paths = []
+    for index in range(3):
+        report = scan(seeded, *scope, "--batch-size", "2", "--shard", f"{index}/3")
+        assert report["shard"] == f"{index}/3"
+        path = tmp_path / f"shard-{index}.json"
+        path.write_text(json.dumps(report))
+        paths.append(path)
+    shard_sizes = [json.loads(p.read_text())["sessions_scanned"] for p in paths]
+    assert sum(shard_sizes) == whole["sessions_scanned"]
+    assert sum(size > 0 for size in shard_sizes) >= 2  # the hash really splits the store
+
+    merged_run = _merge(paths, "--json")
+    assert merged_run.exit_code == (2 if whole["unreadable"] else 0), merged_run.output
+    merged = json.loads(merged_run.stdout)
+    assert merged["merged_shards"] == 3 and merged["shard"] is None
+    assert _summary(merged) == _summary(whole)
+    assert merged["unreadable"] == whole["unreadable"]
+    assert merged["per_app"] == whole["per_app"]
+    assert merged["apps"] == whole["apps"]
+    assert [f["event_id"] for f in merged["findings"]] == [f["event_id"] for f in whole["findings"]]
+
+    # The get_session path puts every session in the same shard.
+    if not seeded.requires_user:
+        for index, size in enumerate(shard_sizes):
+            slow = scan(seeded, *scope, "--reader", "get-session", "--shard", f"{index}/3")
+            assert slow["sessions_scanned"] == size
+
+    # A shard's --json-lines output merges as well as its --json.
+    lines = runner.invoke(
+        cli_app,
+        ["scan", seeded.uri, *seeded.options, *scope, "--batch-size", "2", "--shard", "0/3",
+         "--json-lines"],
+    )  # fmt: skip
+    streamed = tmp_path / "shard-0.jsonl"
+    streamed.write_text(lines.stdout)
+    from_lines = json.loads(_merge([streamed, *paths[1:]], "--json").stdout)
+    assert _summary(from_lines) == _summary(whole)
+    assert from_lines["unreadable"] == whole["unreadable"]
+
+    missing_one = _merge(paths[:2])
+    assert missing_one.exit_code == 2 and "shards 2/3 are missing" in missing_one.stderr
+    twice = _merge([paths[0], paths[0], paths[1]])
+    assert twice.exit_code == 2 and "are both shard 0/3" in twice.stderr
+
+
+def _reject_a_text_row(seeded: Seeded, session_id: str) -> None:
+    """Makes the "look" text row of `session_id` one ADK refuses (content is a number)."""
+    broken = '{"author": "user", "invocation_id": "i1", "content": 5}'
+    if seeded.uri.startswith(("sqlite:///", "sqlite+aiosqlite:///")):
+        path = seeded.uri.split(":///", 1)[1]
+        with sqlite3.connect(path) as connection:
+            changed = connection.execute(
+                "UPDATE events SET event_data = ? "
+                "WHERE session_id = ? AND event_data LIKE '%\"look\"%'",
+                (broken, session_id),
+            ).rowcount
+    else:
+        import asyncpg
+
+        async def run() -> int:
+            url = seeded.uri.replace("postgresql+asyncpg://", "postgresql://")
+            connection = await asyncpg.connect(url)
+            try:
+                status = await connection.execute(
+                    "UPDATE events SET event_data = $1::jsonb "
+                    "WHERE session_id = $2 AND event_data::text LIKE '%\"look\"%'",
+                    broken,
+                    session_id,
+                )
+            finally:
+                await connection.close()
+            return int(status.split()[-1])
+
+        changed = asyncio.run(run())
+    assert changed == 1
+
+
+@pytest.mark.parametrize(
+    "kind", ["sqlite-service", "db-sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_a_row_adk_rejects_in_a_healthy_session_is_readable_by_default_and_not_under_strict(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The one documented difference between the default mode and --strict (docs/cli.md)."""
+    if kind == "sqlite-service":
+        seeded = _sqlite_service_store(tmp_path)
+    elif kind == "db-sqlite":
+        seeded = _db_sqlite_store(tmp_path)
+    else:
+        require_server("PostgreSQL", "127.0.0.1", 5432)
+        seeded = _postgres_store(request.getfixturevalue("postgres_url"))
+    app_name = seeded.apps[0]
+    healthy = seeded.session_ids[f"{app_name}/healthy"]
+    _reject_a_text_row(seeded, healthy)
+    scope = ["--app", app_name]
+
+    fast = scan(seeded, *scope)
+    strict = scan(seeded, *scope, "--strict")
+    slow = scan(seeded, *scope, "--reader", "get-session")
+    unreadable = {u["session"] for u in fast["unreadable"]}
+    assert healthy not in unreadable  # the rejected row names no call: never fetched
+    assert healthy in {u["session"] for u in strict["unreadable"]}
+    assert {u["session"] for u in strict["unreadable"]} == {
+        u["session"] for u in slow["unreadable"]
+    }
+    assert strict["unreadable_sessions"] == fast["unreadable_sessions"] + 1
+    assert fast["healthy_sessions"] == strict["healthy_sessions"] + 1
+    # Every finding is the same in both modes: findings are always confirmed.
+    assert _summary(strict)["findings"] == _summary(fast)["findings"] == _summary(slow)["findings"]

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from ._common import EXIT_ERROR, EXIT_FOUND, dumps, run, stdout_console
+
+if TYPE_CHECKING:
+    from ._scan import ScanResult
 
 app = typer.Typer(
     name="adk-pairing",
@@ -99,7 +102,17 @@ def demo(
 
 @app.command()
 def scan(
-    uri: UriArg,
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="URI | --merge FILE...",
+            help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
+            "sqlite+aiosqlite:///sessions.db, redis://localhost:6379/0 (a pairing+ prefix "
+            "is accepted and ignored: the stored data is read); with --merge, the JSON "
+            "outputs of the shards.",
+            show_default=False,
+        ),
+    ] = None,
     app_names: Annotated[
         list[str] | None,
         typer.Option(
@@ -163,6 +176,33 @@ def scan(
     limit: Annotated[
         int, typer.Option("--limit", min=0, help="Rows shown in the text table.")
     ] = 50,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Validate every event with ADK's models, as get_session does (slower). "
+            "By default only the rows naming calls, results or rewinds are read, and "
+            "only sessions found broken are validated in full before they are reported.",
+        ),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="K/N",
+            help="Scan only shard K (0 <= K < N) of N, by a stable hash of each session's "
+            "key; N scans with K = 0..N-1 cover every session once. Merge their --json "
+            "outputs with --merge.",
+        ),
+    ] = None,
+    merge: Annotated[
+        bool,
+        typer.Option(
+            "--merge",
+            help="Instead of scanning, merge the --json (or --json-lines) outputs of N "
+            "shards, given as FILE arguments, into the report one scan gives.",
+        ),
+    ] = False,
     option: OptionOpt = None,
     json_output: JsonOpt = False,
     json_lines: Annotated[
@@ -177,14 +217,15 @@ def scan(
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
     from ._common import parse_time, stderr_console
+    from ._direct import Shard
     from ._scan import (
         FAIL_ON_CHOICES,
         Hooks,
         ReaderChoice,
         ScanOptions,
-        ScanResult,
         broken_session_record,
-        render,
+        load_report,
+        merge_reports,
         scan_store,
         scan_with_progress,
     )
@@ -199,6 +240,25 @@ def scan(
         raise typer.BadParameter(f"{reader!r}; choose one of {', '.join(choices)}", "--reader")
     if json_output and json_lines:
         raise typer.BadParameter("use --json or --json-lines, not both", param_hint="--json-lines")
+    if merge:
+        if not targets:
+            raise typer.BadParameter("name the shards' JSON outputs", param_hint="FILE")
+        if json_lines:
+            raise typer.BadParameter("a merge prints --json or text", param_hint="--json-lines")
+
+        async def merged() -> ScanResult:
+            return merge_reports([(path, load_report(path)) for path in targets])
+
+        _finish_scan(run(merged(), uri=None, debug=debug), json_output, False, limit, fail_on)
+    if not targets or len(targets) != 1:
+        raise typer.BadParameter(
+            "give one store URI (or --merge FILE... to merge shards' reports)", param_hint="URI"
+        )
+    uri = targets[0]
+    try:
+        parsed_shard = Shard.parse(shard) if shard is not None else None
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--shard") from None
     err = stderr_console()
     hooks = Hooks()
     if json_lines:
@@ -217,6 +277,8 @@ def scan(
             batch_size=batch_size,
             reader=ReaderChoice(reader),
             timeout=timeout,
+            strict=strict,
+            shard=parsed_shard,
         )
         store = open_read_only(uri, parse_options(option))
         try:
@@ -226,7 +288,17 @@ def scan(
         finally:
             await store.close()
 
-    result = run(go(), uri=uri, debug=debug)
+    _finish_scan(run(go(), uri=uri, debug=debug), json_output, json_lines, limit, fail_on)
+
+
+def _finish_scan(
+    result: ScanResult, json_output: bool, json_lines: bool, limit: int, fail_on: str
+) -> NoReturn:
+    """Prints a scan's (or a merge's) report and exits with its code."""
+    from ._common import stderr_console
+    from ._scan import render
+
+    err = stderr_console()
     if json_lines:
         summary = result.to_json()
         del summary["findings"], summary["unreadable"]

@@ -34,7 +34,6 @@ URI_EXAMPLES = (
 )
 
 #: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job.
-EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_ERROR = 2
 

@@ -31,34 +31,59 @@ many sessions at once and rebuild them exactly as ADK does:
   (``RedisKeys`` in ``adk_community/sessions/redis_session_service.py``).
   Sets are found with ``SCAN``, members and sessions read in pipelines.
 
+Two modes. By default (the fast path, `_fast`) the SQL readers ask the database
+only for the rows that name a call, a result or a rewind, and every reader
+parses only the fields the analysis reads; a session that path finds broken is
+read again with ADK's own row models as above, and only that is reported
+(`ClearedSession` is a session the fast path found healthy). With ``strict``
+every event is rebuilt by ADK, as ``get_session`` does.
+
 Event order is the installed ADK's. Its services sort by ``timestamp`` and break
 ties differently by version: ``DatabaseSessionService`` on ``id`` from 2.9 (not at
 all before: the database picks), ``SqliteSessionService`` on ``id`` in 2.9-2.11 and
-on ``rowid`` from 2.12 (``sessions/sqlite_session_service.py:348``, 2.13). The
-tie-break is read from the ``ORDER BY`` of the installed ``get_session``
-(`tie_break`), not assumed from a version number; where ADK has none, events with
-equal timestamps come in ``id`` order here (ADK's own order is then undefined).
-Memory holds one batch of sessions (``batch_size`` sessions and their events),
-never the whole store.
-Nothing here writes: SQL connections are the read-only ones `_store` opened,
-and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and ``SCARD``.
+on ``rowid`` from 2.12 (``sessions/sqlite_session_service.py:348``, 2.13). For
+``SqliteSessionService`` the order is probed (`probe_tie_break`): the installed
+service writes events with equal timestamps to a scratch file and reads them back.
+Where ADK has no tie-break, events with equal timestamps come in ``id`` order here
+(ADK's own order is then undefined).
+
+`Shard` splits a store by a stable hash of each session's key, so N scans cover
+every session exactly once. Memory holds one batch of sessions (``batch_size``
+sessions and their events), never the whole store. The readers run one query at
+a time. Nothing here writes: SQL connections are the read-only ones `_store`
+opened, and the Redis readers issue only ``SCAN``, ``GET``, ``SMEMBERS`` and
+``SCARD``. The services' private attributes are read in `_adapters` only.
 """
 
 from __future__ import annotations
 
 import datetime
-import functools
-import inspect
+import logging
 import re
 import sqlite3
+import tempfile
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
+
+from . import _adapters
+from ._fast import (
+    CALL_MARKER_BYTES,
+    CALL_MARKERS,
+    LightEvent,
+    light_event,
+    needs_confirmation,
+    parse_json,
+)
+
+logger = logging.getLogger("adk_pairing.cli")
 
 #: Sessions fetched per batch by default: ~5,000 events of 50-event sessions.
 DEFAULT_BATCH_SIZE = 100
@@ -88,12 +113,56 @@ class UnreadableSession:
     error: BaseException
 
 
-ReadItem = StoredSession | UnreadableSession
+@dataclass
+class ClearedSession:
+    """A session the fast path read and found without an unanswered call."""
+
+    app: str
+    user: str
+    session: str
+    update_time: float
+
+
+ReadItem = StoredSession | UnreadableSession | ClearedSession
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count` (0 <= index < count): the sessions whose key hashes to it.
+
+    The hash is CRC-32 of the session's key as the store names it (app, user
+    and session id), so every scan of the same store, anywhere, puts a
+    session in the same shard, and N scans with indices 0..N-1 cover every
+    session exactly once.
+    """
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``K/N`` as a shard; raises ValueError saying what is wrong."""
+        index, sep, count = text.partition("/")
+        try:
+            shard = cls(int(index), int(count))
+        except ValueError:
+            raise ValueError(f"{text!r} is not K/N, e.g. 0/3") from None
+        if not sep or shard.count < 1 or not 0 <= shard.index < shard.count:
+            raise ValueError(f"{text!r}: need 0 <= K < N, e.g. 0/3, 1/3 and 2/3")
+        return shard
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def covers(self, *key: str) -> bool:
+        if self.count == 1:
+            return True
+        return zlib.crc32("\x1f".join(key).encode()) % self.count == self.index
 
 
 @dataclass(frozen=True)
 class Window:
-    """Which sessions to read: apps (None = all), one user, update-time bounds."""
+    """Which sessions to read: apps (None = all), one user, update-time bounds, a shard."""
 
     apps: Sequence[str] | None
     user: str | None
@@ -101,12 +170,16 @@ class Window:
     until: float | None = None
     #: Seconds rebuilding one session's events may take (SQL readers); None: no limit.
     timeout: float | None = None
+    shard: Shard | None = None
 
     def wants_app(self, app: str) -> bool:
         return self.apps is None or app in self.apps
 
+    def in_shard(self, app: str, user: str, session: str) -> bool:
+        return self.shard is None or self.shard.covers(app, user, session)
+
     def wants(self, app: str, user: str, update_time: float) -> bool:
-        """Whether a session with these keys belongs to the window."""
+        """Whether a session with these keys belongs to the window (the shard aside)."""
         if not self.wants_app(app) or (self.user is not None and user != self.user):
             return False
         if self.since is not None and update_time < self.since:
@@ -126,7 +199,11 @@ class DirectReader(Protocol):
         """About how many sessions `read` will yield (for progress), None if unknown."""
         ...
 
-    def read(self, window: Window, batch_size: int) -> AsyncIterator[ReadItem]: ...
+    def read(
+        self, window: Window, batch_size: int, *, strict: bool = False
+    ) -> AsyncIterator[ReadItem]:
+        """Every session of `window`; `strict` rebuilds every event with ADK's models."""
+        ...
 
 
 class SessionTimedOut(Exception):
@@ -170,29 +247,50 @@ def _utc_epoch(value: Any) -> float:
     return float(value)
 
 
-@functools.cache
-def tie_break(service_class: type, candidates: tuple[tuple[str, str], ...]) -> str | None:
-    """The column the installed ``get_session`` breaks timestamp ties on.
+#: Event ids written in this order by `probe_tie_break`: neither their id order
+#: nor the reverse of the insertion order is the insertion order.
+_PROBE_IDS = ("c", "a", "d", "b")
 
-    `candidates` pairs a fragment of an ``ORDER BY`` with its column, most
-    specific first. Read from the method's source, so a version that changes
-    the order is followed without a version table; None when the source names
-    none of them (or is unavailable).
+
+async def probe_tie_break(service: BaseSessionService) -> str | None:
+    """How `service`'s ``get_session`` orders events with equal timestamps.
+
+    `service` must be a fresh, writable store (a scratch file): the probe
+    writes one session of four events with the same timestamp through the
+    service and reads it back. Returns ``"rowid"`` (insertion order), ``"id"``
+    (the events' ids), or None when the order is neither (no tie-break).
     """
-    try:
-        source = inspect.getsource(service_class.get_session)
-    except (OSError, TypeError):
-        return None
-    for fragment, column in candidates:
-        if fragment in source:
-            return column
+    session = await service.create_session(app_name="probe", user_id="probe", session_id="probe")
+    stamp = time.time()
+    for event_id in _PROBE_IDS:
+        event = Event(id=event_id, invocation_id="probe", author="user", timestamp=stamp)
+        await service.append_event(session, event)
+    read = await service.get_session(app_name="probe", user_id="probe", session_id="probe")
+    order = tuple(event.id for event in read.events) if read is not None else ()
+    if order == _PROBE_IDS:
+        return "rowid"
+    if order == tuple(sorted(_PROBE_IDS)):
+        return "id"
     return None
 
 
-#: ``SqliteSessionService.get_session``: 2.12+ "..., rowid DESC", 2.9-2.11 "..., id DESC".
-SQLITE_TIE_BREAKS = (("rowid DESC", "rowid"), ("id DESC", "id"))
-#: ``DatabaseSessionService.get_session`` 2.9+: ``StorageEvent.id.desc()``.
-DATABASE_TIE_BREAKS = (("StorageEvent.id.desc()", "id"),)
+_sqlite_tie_break: list[str | None] = []
+
+
+async def sqlite_service_tie_break() -> str | None:
+    """`probe_tie_break` of the installed ``SqliteSessionService`` (probed once)."""
+    if not _sqlite_tie_break:
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        from ..adk_compat import close_session_service
+
+        with tempfile.TemporaryDirectory(prefix="adk-pairing-probe-") as scratch:
+            service = SqliteSessionService(db_path=str(Path(scratch) / "probe.db"))
+            try:
+                _sqlite_tie_break.append(await probe_tie_break(service))
+            finally:
+                await close_session_service(service)
+    return _sqlite_tie_break[0]
 
 
 # -- DatabaseSessionService ---------------------------------------------------
@@ -284,7 +382,9 @@ class DatabaseReader:
         async with self._engine.connect() as connection:
             return int((await connection.execute(query)).scalar_one())
 
-    async def read(self, window: Window, batch_size: int) -> AsyncIterator[ReadItem]:
+    async def read(
+        self, window: Window, batch_size: int, *, strict: bool = False
+    ) -> AsyncIterator[ReadItem]:
         from sqlalchemy import select, tuple_
         from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -312,10 +412,14 @@ class DatabaseReader:
                         (user, sid, _utc_epoch(updated))
                         for user, sid, updated in rows
                         if window.wants(app, user, _utc_epoch(updated))
+                        and window.in_shard(app, user, sid)
                     ]
-                    if kept:
+                    if kept and (strict or self._version != "1"):
                         batch = self._batch(orm, app, kept, events, select, tuple_, window.timeout)
                         async for item in batch:
+                            yield item
+                    elif kept:
+                        async for item in self._fast_batch(orm, app, kept, window.timeout):
                             yield item
                     orm.expunge_all()
                     if len(rows) < batch_size:
@@ -380,6 +484,112 @@ class DatabaseReader:
                 continue
             yield StoredSession(app, user, sid, updated, rebuilt)
 
+    async def _fast_batch(
+        self, orm: Any, app: str, kept: list[tuple[str, str, float]], timeout: float | None
+    ) -> AsyncIterator[ReadItem]:
+        """Schema 1 by the fast path: only rows naming a call, result or rewind."""
+        from sqlalchemy import Text, cast, select, tuple_
+
+        columns = self._event_model.__table__.c
+        keys = [(user, sid) for user, sid, _ in kept]
+        query = (
+            select(
+                columns.user_id,
+                columns.session_id,
+                columns.invocation_id,
+                cast(columns.event_data, Text),
+            )
+            .where(columns.app_name == app)
+            .where(tuple_(columns.user_id, columns.session_id).in_(keys))
+            .where(_names_a_call(columns.event_data, self._engine.dialect.name))
+            .order_by(columns.user_id, columns.session_id, columns.timestamp, columns.id)
+        )
+        grouped: dict[tuple[str, str], list[Any]] = {key: [] for key in keys}
+        try:
+            rows = (await orm.execute(query)).all()
+        except Exception:
+            # Whatever the filter met, ADK's own full read says what is wrong.
+            logger.debug("fast read of a batch failed; reading it in full", exc_info=True)
+            batch = self._batch(orm, app, kept, self._event_model, select, tuple_, timeout)
+            async for item in batch:
+                yield item
+            return
+        for user, sid, invocation, text in rows:
+            grouped[(user, sid)].append((invocation, text))
+        confirm: list[tuple[str, str, float]] = []
+        for user, sid, updated in kept:
+            verdict = _fast_verdict(grouped.pop((user, sid)), _light_v1_row, timeout)
+            if isinstance(verdict, BaseException):
+                yield UnreadableSession(app, user, sid, verdict)
+            elif verdict:
+                confirm.append((user, sid, updated))
+            else:
+                yield ClearedSession(app, user, sid, updated)
+        if confirm:
+            batch = self._batch(orm, app, confirm, self._event_model, select, tuple_, timeout)
+            async for item in batch:
+                yield item
+
+
+#: PostgreSQL (``event_data`` is JSONB): the members that make an event matter.
+#: SQL/JSON paths in lax mode, so a member of an unexpected type is skipped,
+#: never an error; both spellings ADK's models read.
+JSONB_CALL_PATHS = (
+    "$.content.parts[*] ? (exists(@.function_call) || exists(@.function_response)"
+    " || exists(@.functionCall) || exists(@.functionResponse))",
+    "$.actions ? (exists(@.rewind_before_invocation_id) || exists(@.rewindBeforeInvocationId))",
+)
+
+
+def _names_a_call(event_data: Any, dialect: str) -> Any:
+    """A condition true for every stored event naming a call, a result or a rewind.
+
+    On PostgreSQL the JSONB members are tested in place (turning JSONB into
+    text to match it costs more than the rest of the read); elsewhere the
+    column is text and a substring search for `CALL_MARKERS` is conservative:
+    a text part that merely mentions ``function_call`` is fetched too, and
+    found harmless.
+    """
+    from sqlalchemy import Text, cast, func, literal, or_
+
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import JSONPATH
+
+        paths = (cast(literal(path), JSONPATH) for path in JSONB_CALL_PATHS)
+        return or_(*(func.jsonb_path_exists(event_data, path) for path in paths))
+    text = cast(event_data, Text)
+    if dialect == "sqlite":
+        # instr is a plain byte search; LIKE folds case on every byte.
+        return or_(*(func.instr(text, marker) > 0 for marker in CALL_MARKERS))
+    return or_(*(text.contains(marker) for marker in CALL_MARKERS))
+
+
+def _light_v1_row(row: tuple[str | None, str]) -> LightEvent:
+    invocation, text = row
+    return light_event(parse_json(text), invocation)
+
+
+def _light_json_row(text: str | bytes) -> LightEvent:
+    return light_event(parse_json(text))
+
+
+def _fast_verdict(rows: Sequence[Any], convert: Any, timeout: float | None) -> bool | BaseException:
+    """Whether a session read by the fast path needs its full read (True) or is healthy.
+
+    A row the fast path cannot parse sends the session to the full read,
+    whose verdict (unreadable, most likely) is reported. Returns the
+    `SessionTimedOut` when the timeout passed.
+    """
+    if not rows:
+        return False
+    try:
+        events = rebuild(rows, convert, timeout)
+    except SessionTimedOut as error:
+        return error
+    except Exception:
+        return True
+    return needs_confirmation(events)
+
 
 def _v1_event_columns(table: Any) -> tuple[Any, ...]:
     return (table.c.id, table.c.invocation_id, table.c.timestamp, table.c.event_data)
@@ -393,7 +603,7 @@ class SqliteReader:
 
     description = "SqliteSessionService tables"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, tie_break: str) -> None:
         from urllib.parse import quote
 
         self._connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
@@ -402,10 +612,11 @@ class SqliteReader:
         if not needed <= columns:
             self._connection.close()
             raise Unsupported(f"events table lacks {sorted(needed - columns)}")
+        self._tie_break = tie_break
 
-        from google.adk.sessions.sqlite_session_service import SqliteSessionService
-
-        self._tie_break = tie_break(SqliteSessionService, SQLITE_TIE_BREAKS) or "id"
+    @classmethod
+    async def open(cls, path: str) -> SqliteReader:
+        return cls(path, await sqlite_service_tie_break() or "id")
 
     def close(self) -> None:
         self._connection.close()
@@ -425,7 +636,9 @@ class SqliteReader:
             params.append(window.user)
         return int(self._connection.execute(sql, params).fetchone()[0])
 
-    async def read(self, window: Window, batch_size: int) -> AsyncIterator[ReadItem]:
+    async def read(
+        self, window: Window, batch_size: int, *, strict: bool = False
+    ) -> AsyncIterator[ReadItem]:
         apps = window.apps if window.apps is not None else await self.list_apps()
         for app in apps:
             after = ("", "")
@@ -449,31 +662,64 @@ class SqliteReader:
                 kept = [
                     (user, sid, float(updated))
                     for user, sid, updated in rows
-                    if window.wants(app, user, float(updated))
+                    if window.wants(app, user, float(updated)) and window.in_shard(app, user, sid)
                 ]
-                for item in self._batch(app, kept, window.timeout):
+                batch = self._batch if strict else self._fast_batch
+                for item in batch(app, kept, window.timeout):
                     yield item
                 if len(rows) < batch_size:
                     break
+
+    def _rows(
+        self, app: str, kept: list[tuple[str, str, float]], *, only_calls: bool
+    ) -> dict[tuple[str, str], list[str]]:
+        """The `event_data` of the sessions in `kept`, in ``get_session``'s order.
+
+        With `only_calls`, only the rows whose JSON names a call, a result or
+        a rewind (`CALL_MARKERS`, by ``instr``: case-sensitive, unlike LIKE).
+        """
+        grouped: dict[tuple[str, str], list[str]] = {(u, s): [] for u, s, _ in kept}
+        marks = ",".join("(?, ?)" for _ in kept)
+        params: list[Any] = [app]
+        for user, sid, _ in kept:
+            params.extend((user, sid))
+        only = ""
+        if only_calls:
+            only = " AND (" + " OR ".join("instr(event_data, ?) > 0" for _ in CALL_MARKERS) + ")"
+            params.extend(CALL_MARKERS)
+        rows = self._connection.execute(
+            "SELECT user_id, session_id, event_data FROM events WHERE app_name = ? "
+            f"AND (user_id, session_id) IN (VALUES {marks}){only} "
+            f"ORDER BY user_id, session_id, timestamp, {self._tie_break}",
+            params,
+        )
+        for user, sid, data in rows:
+            grouped[(user, sid)].append(data)
+        return grouped
+
+    def _fast_batch(
+        self, app: str, kept: list[tuple[str, str, float]], timeout: float | None
+    ) -> Iterable[ReadItem]:
+        if not kept:
+            return
+        grouped = self._rows(app, kept, only_calls=True)
+        confirm: list[tuple[str, str, float]] = []
+        for user, sid, updated in kept:
+            verdict = _fast_verdict(grouped.pop((user, sid)), _light_json_row, timeout)
+            if isinstance(verdict, BaseException):
+                yield UnreadableSession(app, user, sid, verdict)
+            elif verdict:
+                confirm.append((user, sid, updated))
+            else:
+                yield ClearedSession(app, user, sid, updated)
+        yield from self._batch(app, confirm, timeout)
 
     def _batch(
         self, app: str, kept: list[tuple[str, str, float]], timeout: float | None
     ) -> Iterable[ReadItem]:
         if not kept:
             return
-        grouped: dict[tuple[str, str], list[str]] = {(u, s): [] for u, s, _ in kept}
-        marks = ",".join("(?, ?)" for _ in kept)
-        params: list[Any] = [app]
-        for user, sid, _ in kept:
-            params.extend((user, sid))
-        rows = self._connection.execute(
-            "SELECT user_id, session_id, event_data FROM events WHERE app_name = ? "
-            f"AND (user_id, session_id) IN (VALUES {marks}) "
-            f"ORDER BY user_id, session_id, timestamp, {self._tie_break}",
-            params,
-        )
-        for user, sid, data in rows:
-            grouped[(user, sid)].append(data)
+        grouped = self._rows(app, kept, only_calls=False)
         for user, sid, updated in kept:
             try:
                 rebuilt = rebuild(grouped[(user, sid)], Event.model_validate_json, timeout)
@@ -526,6 +772,48 @@ def _rebuild_session(raw: Any, app: str, user: str, sid: str) -> ReadItem:
     )
 
 
+def _fast_session(raw: Any, app: str, user: str, sid: str, timeout: float | None) -> ReadItem:
+    """A stored ``Session`` JSON by the fast path; the full parse when it finds something.
+
+    `raw` is parsed once as plain JSON; its events become `LightEvent`s
+    only when the document names a call, a result or a rewind at all.
+    """
+    data = raw.encode() if isinstance(raw, str) else raw
+    try:
+        session = parse_json(data)
+        events = session.get("events") or ()
+        if not isinstance(events, list):
+            raise TypeError("events is not a list")
+        update_time = float(
+            session.get("last_update_time", session.get("lastUpdateTime", 0.0)) or 0.0
+        )
+        key = (
+            session.get("app_name", session.get("appName")),
+            session.get("user_id", session.get("userId")),
+            session["id"],
+        )
+        if not all(isinstance(part, str) for part in key):
+            raise TypeError("the session's app, user or id is not a string")
+    except Exception:
+        return _rebuild_session(raw, app, user, sid)
+    if not any(marker in data for marker in CALL_MARKER_BYTES):
+        return ClearedSession(*key, update_time)
+    verdict = _fast_verdict(events, light_event, timeout)
+    if isinstance(verdict, BaseException):
+        return UnreadableSession(*key, verdict)
+    if verdict:
+        return _rebuild_session(raw, app, user, sid)
+    return ClearedSession(*key, update_time)
+
+
+def _read_session(
+    raw: Any, app: str, user: str, sid: str, window: Window, strict: bool
+) -> ReadItem:
+    if strict:
+        return _rebuild_session(raw, app, user, sid)
+    return _fast_session(raw, app, user, sid, window.timeout)
+
+
 def _in_window(window: Window, item: ReadItem) -> bool:
     if isinstance(item, UnreadableSession):
         # No update time can be read from it: app and user decide.
@@ -558,6 +846,12 @@ class AdkRedisReader:
             apps.add(item.app)
         return sorted(apps)
 
+    def _key_parts(self, key: str) -> tuple[str, str, str]:
+        """(app, user, session) as the key names them (ids may contain ':')."""
+        app, _, rest = key[len(self._prefix) :].partition(":")
+        user, _, sid = rest.partition(":")
+        return app, user, sid
+
     def _patterns(self, window: Window) -> list[str]:
         prefix = _escape_glob(self._prefix)
         if window.apps is None:
@@ -573,23 +867,27 @@ class AdkRedisReader:
                 total += sum(1 for key in keys if not self._is_state_key(key))
         return total
 
-    async def read(self, window: Window, batch_size: int) -> AsyncIterator[ReadItem]:
+    async def read(
+        self, window: Window, batch_size: int, *, strict: bool = False
+    ) -> AsyncIterator[ReadItem]:
         for pattern in self._patterns(window):
             async for keys in _scan_keys(self._client, pattern, "string", batch_size):
-                keys = [key for key in keys if not self._is_state_key(key)]
+                keys = [
+                    key
+                    for key in keys
+                    if not self._is_state_key(key) and window.in_shard(*self._key_parts(key))
+                ]
+                if not keys:
+                    continue
                 for key, raw in zip(keys, await _get_many(self._client, keys), strict=True):
                     if not raw:
                         continue  # expired between SCAN and GET
-                    item = self._rebuild(key, raw)
+                    # The key names the session only for the error report: app
+                    # and user ids may contain ':', so a readable session's own
+                    # fields decide.
+                    item = _read_session(raw, *self._key_parts(key), window, strict)
                     if _in_window(window, item):
                         yield item
-
-    def _rebuild(self, key: str, raw: Any) -> ReadItem:
-        # The key names the session only for the error report: app and user
-        # ids may contain ':', so a readable session's own fields decide.
-        app, _, rest = key[len(self._prefix) :].partition(":")
-        user, _, sid = rest.partition(":")
-        return _rebuild_session(raw, app, user, sid)
 
 
 class CommunityRedisReader:
@@ -622,7 +920,9 @@ class CommunityRedisReader:
                     total += sum(await pipe.execute())
         return total
 
-    async def read(self, window: Window, batch_size: int) -> AsyncIterator[ReadItem]:
+    async def read(
+        self, window: Window, batch_size: int, *, strict: bool = False
+    ) -> AsyncIterator[ReadItem]:
         for pattern in self._patterns(window):
             async for set_keys in _scan_keys(self._client, pattern, "set", batch_size):
                 async with self._client.pipeline(transaction=False) as pipe:
@@ -633,7 +933,7 @@ class CommunityRedisReader:
                     app, _, owner = set_key[len(self._SET_PREFIX) :].partition(":")
                     if not window.wants_app(app):
                         continue
-                    ids = sorted(_text(i) for i in ids)
+                    ids = sorted(sid for sid in map(_text, ids) if window.in_shard(app, owner, sid))
                     for start in range(0, len(ids), batch_size):
                         chunk = ids[start : start + batch_size]
                         raws = await _get_many(self._client, [f"session:{i}" for i in chunk])
@@ -641,7 +941,7 @@ class CommunityRedisReader:
                             if not raw:
                                 # Dangling id: its own list_sessions skips it too.
                                 continue
-                            item = _rebuild_session(raw, app, owner, sid)
+                            item = _read_session(raw, app, owner, sid, window, strict)
                             if _in_window(window, item):
                                 yield item
 
@@ -662,24 +962,17 @@ async def direct_reader(service: BaseSessionService, sqlite_path: str | None) ->
         service_class = service_class.__mro__[1]
     name = service_class.__name__
     module = service_class.__module__
-    if name == "DatabaseSessionService" and module.startswith("google.adk.sessions"):
-        engine = getattr(service, "db_engine", None)
-        if engine is None:
-            raise Unsupported("this DatabaseSessionService has no db_engine")
-        return await DatabaseReader.open(engine)
-    if name == "SqliteSessionService" and module.startswith("google.adk.sessions"):
-        if sqlite_path is None:
-            raise Unsupported("the SQLite file path is unknown")
-        return SqliteReader(sqlite_path)
-    if name == "RedisSessionService" and module.startswith("google.adk.integrations.redis"):
-        get_client = getattr(service, "_get_redis", None)
-        config = getattr(service, "config", None)
-        if get_client is None or config is None:
-            raise Unsupported("this RedisSessionService has no client/config to read with")
-        return AdkRedisReader(get_client(), config.key_prefix)
-    if name == "RedisSessionService" and module.startswith("google.adk_community"):
-        client = getattr(service, "cache", None)
-        if client is None:
-            raise Unsupported("this community RedisSessionService has no client")
-        return CommunityRedisReader(client)
+    try:
+        if name == "DatabaseSessionService" and module.startswith("google.adk.sessions"):
+            return await DatabaseReader.open(_adapters.database_engine(service))
+        if name == "SqliteSessionService" and module.startswith("google.adk.sessions"):
+            if sqlite_path is None:
+                raise Unsupported("the SQLite file path is unknown")
+            return await SqliteReader.open(sqlite_path)
+        if name == "RedisSessionService" and module.startswith("google.adk.integrations.redis"):
+            return AdkRedisReader(*_adapters.adk_redis_client(service))
+        if name == "RedisSessionService" and module.startswith("google.adk_community"):
+            return CommunityRedisReader(_adapters.community_redis_client(service))
+    except _adapters.InternalsChanged as why:
+        raise Unsupported(str(why)) from None
     raise Unsupported(f"{name} ({module}) has no layout adk-pairing reads directly")

@@ -7,9 +7,12 @@ Two ways to read, same counts (``tests/integration/test_scan_direct.py``
 proves it on every store):
 
 * **direct** (`_direct`): the events of a batch of sessions at a time, from the
-  store's own tables or keys, rebuilt with ADK's own ``Event`` model. Used
-  whenever the store's layout is one we read (ADK's SQL services on a known
-  schema version, both Redis services).
+  store's own tables or keys. Used whenever the store's layout is one we read
+  (ADK's SQL services on a known schema version, both Redis services). By
+  default only the rows naming a call, a result or a rewind are fetched and
+  only the analysed fields parsed (`_fast`); a session found broken that way
+  is read again with ADK's own models and only that read is reported. With
+  ``strict`` every event is rebuilt with ADK's ``Event`` model.
 * **get_session**: ``list_sessions`` then ``get_session`` per session with
   bounded concurrency (an ``asyncio.Semaphore`` acquired before each task is
   created), for every other store, or when asked (``--reader get-session``).
@@ -56,8 +59,10 @@ from ..masking import mask_secrets
 from ._common import CliError, explain, human_age, short
 from ._direct import (
     DEFAULT_BATCH_SIZE,
+    ClearedSession,
     DirectReader,
     SessionTimedOut,
+    Shard,
     StoredSession,
     UnreadableSession,
     Unsupported,
@@ -132,6 +137,12 @@ class ScanResult(AppCounts):
     read_only: str
     #: "direct: <layout>" or "get_session".
     reader: str = "get_session"
+    #: "fast" (findings confirmed by ADK's full validation) or "strict".
+    mode: str = "fast"
+    #: "K/N" when this scan covered one shard of the store; None for the whole store.
+    shard: str | None = None
+    #: How many shard reports `merge_reports` combined (0 for a scan).
+    merged_shards: int = 0
     #: Why `--reader auto` did not read directly (None when it did, or was not asked to).
     fallback_reason: str | None = None
     since: float | None = None
@@ -229,6 +240,9 @@ class ScanOptions:
     reader: ReaderChoice = ReaderChoice.AUTO
     #: Seconds one session may take (read and analysis); None: no limit.
     timeout: float | None = None
+    #: Validate every event with ADK's models (the get_session path's counts exactly).
+    strict: bool = False
+    shard: Shard | None = None
 
 
 @dataclass
@@ -261,6 +275,8 @@ async def scan_store(
         read_only=store.read_only,
         since=options.since,
         until=options.until,
+        mode="strict" if options.strict else "fast",
+        shard=None if options.shard is None else str(options.shard),
     )
     window = Window(
         apps=apps,
@@ -268,6 +284,7 @@ async def scan_store(
         since=options.since,
         until=options.until,
         timeout=options.timeout,
+        shard=options.shard,
     )
 
     reader: DirectReader | None = None
@@ -287,6 +304,7 @@ async def scan_store(
                 # second pass over every session).
                 result.apps = sorted(result.per_app)
         else:
+            result.mode = "strict"  # get_session validates every event
             if apps is None:
                 if reader is None:
                     raise CliError(_no_app_listing_message(store.service, result.fallback_reason))
@@ -356,13 +374,18 @@ async def _scan_direct(
     uri: str,
 ) -> None:
     if hooks.on_total is not None:
-        hooks.on_total(await reader.count(window))
+        total = await reader.count(window)
+        if total is not None and window.shard is not None:
+            total = -(-total // window.shard.count)  # about a shard's share
+        hooks.on_total(total)
     now = time.time()
-    items: AsyncIterator[StoredSession | UnreadableSession] = reader.read(
-        window, options.batch_size
+    items: AsyncIterator[StoredSession | UnreadableSession | ClearedSession] = reader.read(
+        window, options.batch_size, strict=options.strict
     )
     async for item in items:
-        if isinstance(item, UnreadableSession):
+        if isinstance(item, ClearedSession):
+            result.record(item.app, [], keep=False)
+        elif isinstance(item, UnreadableSession):
             logger.warning(
                 "could not read session %s of user %s", item.session, item.user, exc_info=item.error
             )
@@ -400,6 +423,7 @@ async def _scan_with_get_session(
             (app, s.user_id, s.id)
             for s in listing.sessions
             if window.wants(app, s.user_id, s.last_update_time)
+            and window.in_shard(app, s.user_id, s.id)
         )
     if hooks.on_total is not None:
         hooks.on_total(len(listed))
@@ -440,6 +464,119 @@ async def _scan_with_get_session(
         task.add_done_callback(running.discard)
     if running:
         await asyncio.gather(*running)
+
+
+#: Fields every shard of one scan must agree on to be merged.
+_SAME_IN_EVERY_SHARD = ("store", "user", "since", "until", "mode", "read_only", "reader")
+_COUNT_FIELDS = tuple(f.name for f in dataclasses.fields(AppCounts))
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A scan's ``--json`` output, or its ``--json-lines`` output as the same fields."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "findings" in data:
+        return data
+    findings: list[dict[str, Any]] = []
+    unreadable: list[dict[str, Any]] = []
+    summary: dict[str, Any] | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise CliError(f"{path}:{number} is not JSON: not a scan's --json output") from None
+        kind = record.pop("type", None) if isinstance(record, dict) else None
+        if kind == "session":
+            findings.extend(record["findings"])
+        elif kind == "unreadable":
+            unreadable.append(record)
+        elif kind == "summary":
+            summary = record
+    if summary is None:
+        raise CliError(f"{path} holds no scan report (--json or --json-lines output)")
+    return {**summary, "findings": findings, "unreadable": unreadable}
+
+
+def merge_reports(reports: Sequence[tuple[str, dict[str, Any]]]) -> ScanResult:
+    """N shards' reports (path, parsed JSON) as the report one scan of the store gives.
+
+    Every shard 0..N-1 of the same N must be there exactly once, from scans
+    of the same store with the same window and mode; the counts and the
+    findings are then sums and unions (a session lies in exactly one shard).
+    `elapsed_seconds` is the longest shard's.
+    """
+    if not reports:
+        raise CliError("--merge needs the JSON outputs of the shards")
+    shards: dict[int, str] = {}
+    counts: set[int] = set()
+    for path, report in reports:
+        try:
+            shard = Shard.parse(str(report.get("shard")))
+        except ValueError:
+            raise CliError(f"{path} is not a shard's report (scan --shard K/N --json)") from None
+        counts.add(shard.count)
+        if shard.index in shards:
+            raise CliError(f"{path} and {shards[shard.index]} are both shard {shard}")
+        shards[shard.index] = path
+    if len(counts) != 1:
+        raise CliError(f"the reports split the store into different N: {sorted(counts)}")
+    (count,) = counts
+    absent = sorted(set(range(count)) - shards.keys())
+    if absent:
+        names = ", ".join(f"{i}/{count}" for i in absent)
+        raise CliError(f"shards {names} are missing: a merge needs all {count}")
+    first_path, first = reports[0]
+    for path, report in reports[1:]:
+        for key in _SAME_IN_EVERY_SHARD:
+            if report.get(key) != first.get(key):
+                raise CliError(
+                    f"{path} and {first_path} differ in {key} "
+                    f"({report.get(key)!r} vs {first.get(key)!r}): not shards of one scan"
+                )
+    apps_lists = [report["apps"] for _, report in reports]
+    same_apps = all(apps == apps_lists[0] for apps in apps_lists)
+    merged = ScanResult(
+        store=first["store"],
+        apps=list(apps_lists[0]) if same_apps else sorted({a for apps in apps_lists for a in apps}),
+        user=first["user"],
+        read_only=first["read_only"],
+        reader=first["reader"],
+        fallback_reason=next(
+            (r["fallback_reason"] for _, r in reports if r["fallback_reason"]), None
+        ),
+        since=first["since"],
+        until=first["until"],
+        mode=first["mode"],
+        merged_shards=count,
+    )
+    for _, report in reports:
+        for name in _COUNT_FIELDS:
+            setattr(merged, name, getattr(merged, name) + report[name])
+        merged.vanished_sessions += report.get("vanished_sessions", 0)
+        for app, app_counts in report["per_app"].items():
+            into = merged.per_app.setdefault(app, AppCounts())
+            for name in _COUNT_FIELDS:
+                setattr(into, name, getattr(into, name) + app_counts[name])
+        merged.unreadable.extend(report["unreadable"])
+        merged.findings.extend(Finding(**finding) for finding in report["findings"])
+        merged.elapsed_seconds = max(merged.elapsed_seconds, report.get("elapsed_seconds", 0.0))
+    if not same_apps:
+        # Without --app each shard names the apps it met: one scan names all it met.
+        merged.apps = sorted(merged.per_app)
+    merged.findings.sort(key=lambda f: (f.status != "missing", f.call_time, f.user, f.session))
+    merged.unreadable.sort(key=lambda u: (u["app"], u["user"], u["session"]))
+    return merged
 
 
 class RateColumn(ProgressColumn):
@@ -497,7 +634,16 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
     apps = ",".join(result.apps) if result.apps else "(none)"
     scope = f"apps={apps} user={result.user if result.user is not None else '(all)'}"
     console.print(f"Store {result.store}  {scope}", markup=False)
-    console.print(f"Read by {result.reader}", markup=False)
+    notes = []
+    if result.reader != "get_session":
+        strict = result.mode == "strict"
+        notes.append("every event validated (--strict)" if strict else "findings confirmed")
+    if result.shard:
+        notes.append(f"shard {result.shard}")
+    if result.merged_shards:
+        notes.append(f"{result.merged_shards} shards merged")
+    extra = f" ({', '.join(notes)})" if notes else ""
+    console.print(f"Read by {result.reader}{extra}", markup=False)
     if result.fallback_reason:
         console.print(
             f"(not read directly: {result.fallback_reason}; used get_session)", markup=False

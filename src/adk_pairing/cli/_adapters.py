@@ -1,0 +1,65 @@
+"""The only places the direct reader reaches into a session service's internals.
+
+Reading a store around ``get_session`` needs the service's connection, which
+ADK keeps as an implementation detail: ``DatabaseSessionService.db_engine``,
+the ``_get_redis()`` method and ``config.key_prefix`` of ADK's
+``RedisSessionService`` (``integrations/redis/_redis_session_service.py:72``,
+``:75`` in 2.13), and the ``cache`` client of google-adk-community's
+``RedisSessionService``. Each is read here, in one function per store, and
+nowhere else. When a release renames one, the function raises
+`InternalsChanged` naming the attribute; the scan then falls back to
+``get_session`` and says why, instead of failing with an ``AttributeError``
+halfway through. ``tests/integration/test_scan_adapters.py`` calls each
+function on the installed release's real service, so a rename fails there
+first, with the same message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class InternalsChanged(Exception):
+    """A session service lacks an internal attribute the direct reader reads."""
+
+
+def _changed(service: object, attribute: str, role: str) -> InternalsChanged:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = f"google-adk {version('google-adk')}"
+    except PackageNotFoundError:
+        release = "the installed google-adk"
+    kind = type(service)
+    return InternalsChanged(
+        f"{kind.__module__}.{kind.__qualname__} of {release} has no {attribute} ({role}); "
+        "adk-pairing's direct reader needs updating for this release "
+        "(src/adk_pairing/cli/_adapters.py)"
+    )
+
+
+def database_engine(service: object) -> Any:
+    """``DatabaseSessionService``'s SQLAlchemy ``AsyncEngine`` (``db_engine``)."""
+    engine = getattr(service, "db_engine", None)
+    if engine is None or not hasattr(engine, "connect"):
+        raise _changed(service, "db_engine", "its SQLAlchemy AsyncEngine")
+    return engine
+
+
+def adk_redis_client(service: object) -> tuple[Any, str]:
+    """ADK's ``RedisSessionService``: its ``redis.asyncio`` client and key prefix."""
+    get_client = getattr(service, "_get_redis", None)
+    if not callable(get_client):
+        raise _changed(service, "_get_redis()", "the method returning its Redis client")
+    prefix = getattr(getattr(service, "config", None), "key_prefix", None)
+    if not isinstance(prefix, str):
+        raise _changed(service, "config.key_prefix", "the prefix of its session keys")
+    return get_client(), prefix
+
+
+def community_redis_client(service: object) -> Any:
+    """google-adk-community's ``RedisSessionService``: its ``redis`` client (``cache``)."""
+    client = getattr(service, "cache", None)
+    if client is None or not hasattr(client, "scan_iter"):
+        raise _changed(service, "cache", "its Redis client")
+    return client

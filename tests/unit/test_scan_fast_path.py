@@ -1,0 +1,106 @@
+"""The scan's fast path finds every session the full read finds broken, and nothing else.
+
+The fast path (``adk_pairing.cli._fast``) sees only the stored rows that name a
+call, a result or a rewind, parsed into objects with only the fields the
+analysis reads. These properties run the core's `analyze` both ways over
+generated histories, well-formed and malformed, on the JSON ADK stores.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.genai import types
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adk_pairing import analyze
+from adk_pairing.cli._fast import (
+    CALL_MARKERS,
+    UnexpectedShape,
+    light_event,
+    needs_confirmation,
+)
+from tests.unit.history_strategies import histories
+
+common = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _stored_rows(events: list[Event]) -> list[str]:
+    """Each event as ``DatabaseSessionService`` / ``SqliteSessionService`` store it."""
+    return [event.model_dump_json(exclude_none=True) for event in events]
+
+
+def _fast_events(events: list[Event]) -> list:
+    """What the fast path builds: the rows the stores' filter keeps, lightly parsed."""
+    kept = [row for row in _stored_rows(events) if any(m in row for m in CALL_MARKERS)]
+    return [light_event(json.loads(row)) for row in kept]
+
+
+def _statuses(report) -> list[tuple[str | None, str, str]]:
+    return [(call.call_id, call.name, call.status.value) for call in report.calls]
+
+
+@common
+@given(histories(max_steps=12))
+def test_fast_path_reports_the_statuses_of_the_full_read(events: list[Event]) -> None:
+    assert _statuses(analyze(_fast_events(events))) == _statuses(analyze(events))
+
+
+@common
+@given(histories(max_steps=12), st.integers(min_value=0, max_value=11))
+def test_a_session_the_full_read_finds_broken_is_always_confirmed(
+    events: list[Event], rewind_at: int
+) -> None:
+    # A rewind, when one is placed, may annul events the filter never fetched
+    # (the first rows of its invocation): the session is then always re-read.
+    if rewind_at < len(events):
+        target = events[rewind_at].invocation_id
+        events = [
+            *events,
+            Event(
+                invocation_id="rewinder",
+                author="user",
+                actions=EventActions(rewind_before_invocation_id=target),
+            ),
+        ]
+        assert needs_confirmation(_fast_events(events))
+    if not analyze(events).is_healthy:
+        assert needs_confirmation(_fast_events(events))
+
+
+def test_light_events_read_camel_case_aliases_too() -> None:
+    call = types.FunctionCall(id="c1", name="refund", args={})
+    event = Event(
+        invocation_id="i1",
+        author="agent",
+        content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+        long_running_tool_ids={"c1"},
+    )
+    stored = event.model_dump_json(exclude_none=True, by_alias=True)
+    assert "functionCall" in stored and "function_call" not in stored
+    assert any(marker in stored for marker in CALL_MARKERS)
+    light = light_event(json.loads(stored))
+    assert (
+        _statuses(analyze([light])) == _statuses(analyze([event])) == [("c1", "refund", "pending")]
+    )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        5,
+        {"content": 5},
+        {"content": {"parts": 7}},
+        {"content": {"parts": [{"function_call": "c1"}]}},
+        {"content": {"parts": [{"function_call": {"id": 3, "name": "x"}}]}},
+        {"actions": {"rewind_before_invocation_id": ["i1"]}},
+        {"long_running_tool_ids": "c1"},
+    ],
+)
+def test_a_field_of_a_type_adk_never_writes_is_refused(document: object) -> None:
+    with pytest.raises(UnexpectedShape):
+        light_event(document)
