@@ -21,7 +21,8 @@ import pytest
 from tests.adk_features import HAS_SESSION_SCHEMAS, requires
 from tests.conftest import PG_HOST, PG_PORT, PG_USER, require_server
 
-pytestmark = pytest.mark.postgres
+# Benchmark tooling: the scan itself is tested on every release in test_scan_direct.py.
+pytestmark = [pytest.mark.postgres, pytest.mark.version_independent]
 
 ROOT = Path(__file__).resolve().parents[2]
 RATIOS = (

@@ -534,6 +534,7 @@ def test_an_unknown_schema_version_falls_back_to_get_session_and_says_so(tmp_pat
 
 @requires(HAS_SESSION_SCHEMAS, NEEDS_SCHEMAS)
 @pytest.mark.postgres
+@pytest.mark.version_independent
 def test_benchmark_compares_both_readers_on_a_small_seed() -> None:
     """benchmarks/seed_scan.py --compare-readers at smoke size: both readers, same counts."""
     import subprocess
