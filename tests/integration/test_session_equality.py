@@ -1,0 +1,95 @@
+"""A view compares like the session it shows: ADK's own session tests assert
+``await svc.get_session(...) == await svc.create_session(...)``."""
+
+from __future__ import annotations
+
+from google.adk.events.event import Event
+from google.genai import types
+
+from adk_pairing import PairingSessionService, is_synthetic
+
+from .support.backends import Backend
+
+USER = "user-1"
+
+
+def _event(invocation_id: str, role: str, part: types.Part, author: str = "assistant") -> Event:
+    return Event(
+        invocation_id=invocation_id,
+        author=author,
+        content=types.Content(role=role, parts=[part]),
+    )
+
+
+def _call(call_id: str) -> Event:
+    part = types.Part(function_call=types.FunctionCall(id=call_id, name="lookup", args={}))
+    return _event("inv-1", "model", part)
+
+
+def _result(call_id: str) -> Event:
+    response = types.FunctionResponse(id=call_id, name="lookup", response={"ok": True})
+    return _event("inv-1", "user", types.Part(function_response=response))
+
+
+async def test_a_fresh_read_equals_the_created_session_on_every_store(backend: Backend) -> None:
+    service = PairingSessionService(backend.service)
+    session_id = backend.new_session_id()
+    created = await service.create_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id, state={"k": 1}
+    )
+    read = await service.get_session(app_name=backend.app_name, user_id=USER, session_id=session_id)
+    stored = await backend.service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    assert read == created
+    assert created == read
+    assert read == stored
+    assert stored == read
+
+
+async def test_the_view_of_a_healthy_session_equals_the_stored_session(backend: Backend) -> None:
+    service = PairingSessionService(backend.service)
+    session_id = backend.new_session_id()
+    view = await service.create_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    await service.append_event(view, _call("c1"))
+    await service.append_event(view, _result("c1"))
+    first = await service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    second = await service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    stored = await backend.service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    assert first == second
+    assert first == stored
+    assert stored == first
+
+
+async def test_a_repaired_view_differs_from_the_stored_session_by_its_events(
+    backend: Backend,
+) -> None:
+    service = PairingSessionService(backend.service)
+    session_id = backend.new_session_id()
+    view = await service.create_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    await service.append_event(view, _call("c1"))
+    first = await service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    second = await service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    stored = await backend.service.get_session(
+        app_name=backend.app_name, user_id=USER, session_id=session_id
+    )
+    assert any(is_synthetic(event) for event in first.events)
+    assert first == second
+    assert first != stored
+    assert stored != first
+    stored_with_view_events = stored.model_copy(update={"events": list(first.events)})
+    assert first == stored_with_view_events
