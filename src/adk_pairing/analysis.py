@@ -8,6 +8,12 @@ builds a model request:
   (model-issued ids such as Gemini's ``call_1`` repeat across turns, so "a
   response with this id exists somewhere" does not mean "this call was
   answered"). A response in the same event as a call does not answer it.
+* Branches scope who answers whom. ADK's request builder shows an agent only
+  the events of its own branch, of its ancestors and branch-less ones
+  (`branch_shows`), and pairs within what it keeps: two `ParallelAgent`
+  branches may each call ``call_0`` and each answer its own. So a response in
+  a branch answers the newest preceding open call with its id *among the calls
+  its branch shows*; a branch-less response sees every call.
 * A call without an id is answered by a later id-less response of the same
   name. Like ADK's rearranger, the response belongs to the newest preceding
   event with an id-less call of that name; within that event, responses take
@@ -102,6 +108,25 @@ HELD_OPEN_CALL_NAMES = frozenset(
 )
 
 
+def branch_shows(branch: str | None, event_branch: str | None) -> bool:
+    """Whether ADK's request builder shows an agent running in `branch` an event in `event_branch`.
+
+    ``_is_event_belongs_to_branch`` (``flows/llm_flows/contents.py`` 1.20.0:619,
+    2.6.2:1124; ``flows/llm_flows/context/_contents.py`` 2.10.0:663,
+    2.13.0:768): every event when either branch is empty, else the same branch
+    or an ancestor of it, compared by whole dot-separated segments.
+    """
+    if not branch or not event_branch:
+        return True
+    return branch == event_branch or branch.startswith(event_branch + ".")
+
+
+def _branches_shown_to(branch: str) -> list[str | None]:
+    """Every branch whose events `branch_shows` an agent in non-empty `branch`."""
+    segments = branch.split(".")
+    return [None, *(".".join(segments[:end]) for end in range(1, len(segments) + 1))]
+
+
 class CallStatus(enum.StrEnum):
     """What the history says about one function call."""
 
@@ -124,6 +149,8 @@ class TrackedCall:
     answered: bool = False
     #: Left unanswered in the view on purpose (see `PairingLedger`).
     withheld: bool = False
+    #: The branch of the call's event (None when it has none).
+    branch: str | None = None
 
     @property
     def status(self) -> CallStatus:
@@ -257,6 +284,8 @@ class PairingLedger:
 
     __slots__ = (
         "_answered_ids",
+        "_answered_in",
+        "_by_branch",
         "_idless_open",
         "_last_call_event",
         "_newest_by_id",
@@ -286,6 +315,10 @@ class PairingLedger:
         # with its id answers nothing either way (it must not reach back to an
         # older open call with the same id).
         self._newest_by_id: dict[str, TrackedCall] = {}
+        # Once a call event with a branch is seen: branch -> call id -> the
+        # newest open call with that id in that branch. Until then every call
+        # is branch-less and `_newest_by_id` is what every branch sees.
+        self._by_branch: dict[str | None, dict[str, TrackedCall]] | None = None
         # Function name -> the open id-less calls of the newest event that has
         # id-less calls of that name. An emptied queue stays: it still owns
         # later responses of that name, which then answer nothing.
@@ -294,6 +327,8 @@ class PairingLedger:
         # open call with it, and the ids some response already carries.
         self._open_by_id: dict[str, list[TrackedCall]] = {}
         self._answered_ids: set[str] = set()
+        # The same ids by the branch of the response (None for branch-less ones).
+        self._answered_in: dict[str | None, set[str]] = {}
         # Builders whose latest-response rearranger walks back (ADK <= 2.10):
         # every call id seen (None for id-less), the newest call event's index
         # and ids if it reuses one, and the index of the last event with parts.
@@ -363,6 +398,7 @@ class PairingLedger:
         walk again with the rewind applied.
         """
         newest_by_id = self._newest_by_id
+        by_branch = self._by_branch
         idless_open = self._idless_open
         by_last_response = self.traits.history_pairs_by_last_response
         walks_back = self.traits.latest_response_walks_back
@@ -419,11 +455,14 @@ class PairingLedger:
                         ):
                             self.irregular = True  # one id answered twice in one event
                         self._settle_every_call_with(
-                            response_id, settled, event.author, response.name
+                            response_id, settled, event.author, response.name, event.branch
                         )
                         continue
                     # Only open calls are indexed, so a hit is always open.
-                    call = newest_by_id.pop(response_id, None)
+                    if by_branch is None:
+                        call = newest_by_id.pop(response_id, None)
+                    else:
+                        call = self._take_shown(response_id, event.branch)
                     if call is None and _earlier_response_with(parts, part_index, response_id):
                         self.irregular = True  # one id answered twice in one event
                 else:
@@ -460,9 +499,13 @@ class PairingLedger:
                 self._release_withheld()
                 holding = False
             if response_ids is not None:
-                holding = self._withhold_before_a_walk_back(response_ids, settled) or holding
+                holding = (
+                    self._withhold_before_a_walk_back(response_ids, settled, event.branch)
+                    or holding
+                )
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
+                by_branch = self._by_branch
             if walks_back:  # only the walk-back hazard reads it
                 self._previous_index = index
         return None
@@ -489,6 +532,33 @@ class PairingLedger:
             else:
                 self._idless_open[name] = deque()
 
+    def _take_shown(self, call_id: str, branch: str | None) -> TrackedCall | None:
+        """Unindexes and returns the open call a response with `call_id` in `branch` answers.
+
+        The newest open call with the id among those `branch_shows` the
+        response's branch (every call for a branch-less response).
+        """
+        by_branch = self._by_branch
+        assert by_branch is not None
+        if not branch:
+            call = self._newest_by_id.pop(call_id, None)
+            if call is not None:
+                in_branch = by_branch.get(call.branch)
+                if in_branch is not None and in_branch.get(call_id) is call:
+                    del in_branch[call_id]
+            return call
+        call = None
+        for shown in _branches_shown_to(branch):
+            in_branch = by_branch.get(shown)
+            candidate = in_branch.get(call_id) if in_branch is not None else None
+            if candidate is not None and (call is None or candidate.event_index > call.event_index):
+                call = candidate
+        if call is not None:
+            del by_branch[call.branch][call_id]
+            if self._newest_by_id.get(call_id) is call:
+                del self._newest_by_id[call_id]
+        return call
+
     def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None) -> None:
         call.answered = True
         if call.withheld:
@@ -501,17 +571,34 @@ class PairingLedger:
             settled.append(call)
 
     def _settle_every_call_with(
-        self, call_id: str, settled: list[TrackedCall] | None, author: str, name: str | None
+        self,
+        call_id: str,
+        settled: list[TrackedCall] | None,
+        author: str,
+        name: str | None,
+        branch: str | None,
     ) -> None:
-        """ADK <= 2.6: a response with an id answers every call with that id, before or after."""
+        """ADK <= 2.6: a response with an id answers every call with that id, before or after,
+        whose branch is shown the response (`branch_shows`)."""
+        branch = branch or None
         self._answered_ids.add(call_id)
-        for call in self._open_by_id.pop(call_id, ()):
+        self._answered_in.setdefault(branch, set()).add(call_id)
+        calls = self._open_by_id.pop(call_id, ())
+        if branch is not None and self._by_branch is not None:
+            unseen = [call for call in calls if not branch_shows(call.branch, branch)]
+            if unseen:
+                self._open_by_id[call_id] = unseen
+                calls = [call for call in calls if branch_shows(call.branch, branch)]
+        for call in calls:
             if (call.author != author and author != "user") or call.name != (name or ""):
                 self.irregular = True  # see `walk`
             self._settle(call, settled)
 
     def _withhold_before_a_walk_back(
-        self, response_ids: set[str | None], settled: list[TrackedCall] | None
+        self,
+        response_ids: set[str | None],
+        settled: list[TrackedCall] | None,
+        branch: str | None,
     ) -> bool:
         """ADK <= 2.10: keeps a placeholder from sending the builder on its walk back.
 
@@ -537,6 +624,13 @@ class PairingLedger:
         if not slot or response_ids.isdisjoint(call_ids):
             return False
         withheld = list(slot.values())
+        if not branch_shows(branch, withheld[0].branch):
+            # Another branch's call event: ADK builds each branch's request from
+            # what it shows, where the two events are not neighbours. Which
+            # request walks back is not this rule's to say; the view's check
+            # against ADK's builder is (`adk_pairing.proof`).
+            self.irregular = True
+            return False
         del self._open[call_index]
         # Open calls elsewhere with a withheld id lose their placeholders too:
         # ADK >= 2.10 drops a call no response carries the id of
@@ -593,6 +687,7 @@ class PairingLedger:
                     call.author,
                     call.answered,
                     call.withheld,
+                    call.branch,
                 )
             return copy
 
@@ -604,6 +699,11 @@ class PairingLedger:
         successor._newest_by_id = {
             call_id: copy_of(call) for call_id, call in self._newest_by_id.items()
         }
+        if self._by_branch is not None:
+            successor._by_branch = {
+                branch: {call_id: copy_of(call) for call_id, call in calls.items()}
+                for branch, calls in self._by_branch.items()
+            }
         successor._idless_open = {
             name: deque(copy_of(call) for call in queue)
             for name, queue in self._idless_open.items()
@@ -618,6 +718,7 @@ class PairingLedger:
         )
         successor.irregular = self.irregular
         successor._answered_ids = set(self._answered_ids)
+        successor._answered_in = {branch: set(ids) for branch, ids in self._answered_in.items()}
         successor._seen_call_ids = set(self._seen_call_ids)
         successor._last_call_event = self._last_call_event
         successor._previous_index = self._previous_index
@@ -628,7 +729,13 @@ class PairingLedger:
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         author = event.author
+        branch = event.branch or None
         newest_by_id = self._newest_by_id
+        by_branch = self._by_branch
+        if branch is not None and by_branch is None:
+            # The first branch: every call before it is branch-less.
+            by_branch = self._by_branch = {None: dict(newest_by_id)}
+        in_branch = by_branch.setdefault(branch, {}) if by_branch is not None else None
         by_last_response = self.traits.history_pairs_by_last_response
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
@@ -655,13 +762,22 @@ class PairingLedger:
                 name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
                 author,
             )
+            if branch is not None:
+                call.branch = branch
             if call_id is not None and by_last_response:
                 if call_id in opened_ids or call_id in self._open_by_id:
                     self.irregular = True  # twice in one event, or reused while open
                 opened_ids.add(call_id)
-                if call_id in self._answered_ids:
-                    # ADK <= 2.6 puts the last response with this id after this
-                    # call too: a placeholder would only displace it.
+                if call_id in self._answered_ids and (
+                    branch is None
+                    or any(
+                        call_id in self._answered_in.get(shown, ())
+                        for shown in _branches_shown_to(branch)
+                    )
+                ):
+                    # ADK <= 2.6 puts the last response with this id its branch
+                    # is shown after this call too: a placeholder would only
+                    # displace it.
                     call.answered = True
                     self.calls.append(call)
                     continue
@@ -683,6 +799,8 @@ class PairingLedger:
                     # A dict.setdefault here cost 2% more of a cold walk.
                     self.irregular = True  # reused while an earlier call with it is open
                 newest_by_id[call_id] = call
+                if in_branch is not None:
+                    in_branch[call_id] = call
             else:
                 if idless_here is None:
                     idless_here = {}

@@ -290,9 +290,11 @@ def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -
 class _Turn:
     """One input content as the ledger reads it: an event-like view of its parts.
 
-    `PairingLedger.walk` reads ``event.content.parts``, ``event.author`` and
-    ``event.long_running_tool_ids``; the request has no events, and no
-    authors (one for all: the request's calls are all its model's). The ledger
+    `PairingLedger.walk` reads ``event.content.parts``, ``event.author``,
+    ``event.branch`` and ``event.long_running_tool_ids``; the request has no
+    events, no authors (one for all: the request's calls are all its model's)
+    and no branches (ADK's builder kept only what the requesting agent's branch
+    shows). The ledger
     marks calls held open by name; held-open ids come from the session and are
     looked up only when a call needs a placeholder (`_repair_segments`).
     """
@@ -300,6 +302,7 @@ class _Turn:
     __slots__ = ("is_model", "long_running_tool_ids", "parts", "source")
 
     author = "model"
+    branch = None
 
     def __init__(
         self,
