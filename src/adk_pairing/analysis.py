@@ -38,6 +38,16 @@ builds a model request:
 * An unanswered call is *pending* when ADK holds it open on purpose (its id is
   in the event's ``long_running_tool_ids``, or it is a confirmation,
   credential or input request) and *missing* otherwise.
+* A call is also pending while the child run it started waits (`held_by_child`):
+  from google-adk 2.6 a sub-agent with ``mode="single_turn"`` or ``"task"``
+  runs as a tool in the caller's session, in a branch whose segment
+  ``<agent>@<call id>`` names the call (``_BranchPath.run_ids``, the way ADK's
+  ``should_pause_invocation`` finds it). While an event of that run holds an
+  unanswered call ADK holds open, every call its branch names waits on it
+  (google-adk <= 2.10 never answers the caller once the child resumes: it is
+  missing again then); a task run (its events scoped to the call,
+  ``isolation_scope == <call id>``) holds its call open until the task ends
+  (``_TaskAgentTool`` defers the result).
 * A call sharing its `Part` with text is not a call on the wire: ADK's
   Anthropic converter sends the text and drops the call (`never_sent_as_a_call`),
   so a placeholder for it would be an orphan ``tool_result``. Malformed input.
@@ -94,7 +104,7 @@ import enum
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 from google.adk.events.event import Event
 from google.genai.types import FunctionCall, Part
@@ -149,8 +159,8 @@ class TrackedCall:
     answered: bool = False
     #: Left unanswered in the view on purpose (see `PairingLedger`).
     withheld: bool = False
-    #: The branch of the call's event (None when it has none).
-    branch: str | None = None
+    #: The branch of the call's event: None here, set on a `BranchedCall`.
+    branch: ClassVar[str | None] = None
 
     @property
     def status(self) -> CallStatus:
@@ -162,6 +172,16 @@ class TrackedCall:
     def key(self) -> str:
         """The call's id, or its function name when the model gave it no id."""
         return self.call_id or self.name
+
+
+class BranchedCall(TrackedCall):
+    """A call in an event with a branch; a history without branches makes none."""
+
+    __slots__ = ("branch",)  # type: ignore[misc]
+
+    def __init__(self, *fields: object, branch: str) -> None:
+        super().__init__(*fields)  # type: ignore[arg-type]
+        self.branch = branch  # type: ignore[misc]
 
 
 def never_sent_as_a_call(part: Part) -> bool:
@@ -228,17 +248,37 @@ class Observation(NamedTuple):
     settled: Sequence[TrackedCall]
     #: The event's own index when it made calls (all open at first), else None.
     opened: int | None
+    #: Earlier open calls whose status changed (pending <-> missing) as a child
+    #: run they started began or stopped waiting (`held_by_child`).
+    held: Sequence[TrackedCall] = ()
 
     @property
     def changed(self) -> set[int]:
         """Indices of the events whose open calls changed."""
-        indices = {call.event_index for call in self.settled}
+        indices = {call.event_index for call in (*self.settled, *self.held)}
         if self.opened is not None:
             indices.add(self.opened)
         return indices
 
 
 _NOTHING_CHANGED = Observation((), None)
+
+
+def held_by_child(branch: str, scope: str | None, waits: bool) -> list[str]:
+    """The ids of the calls an event in `branch` holds open: the calls whose runs it is in.
+
+    `branch` names each run it is nested in by a segment ``<agent>@<call id>``
+    (``events/_branch_path.py`` ``_BranchPath.run_ids``, 2.6.2 and later).
+    When the event `waits` (it holds a call ADK holds open), every such call
+    waits on it; otherwise only a task run's own call, the one its events are
+    scoped to (`scope`, ``isolation_scope``), stays open until the task ends.
+    """
+    ids = []
+    for segment in branch.split("."):
+        _, at, run_id = segment.rpartition("@")
+        if at and run_id and (waits or run_id == scope):
+            ids.append(run_id)
+    return ids
 
 
 class OpenCalls(Mapping[int, list[TrackedCall]]):
@@ -286,6 +326,8 @@ class PairingLedger:
         "_answered_ids",
         "_answered_in",
         "_by_branch",
+        "_held_now",
+        "_holding",
         "_idless_open",
         "_last_call_event",
         "_newest_by_id",
@@ -294,6 +336,7 @@ class PairingLedger:
         "_previous_index",
         "_seen_call_ids",
         "_track_repeated_ids",
+        "_waited_on",
         "_withheld",
         "calls",
         "irregular",
@@ -319,6 +362,13 @@ class PairingLedger:
         # newest open call with that id in that branch. Until then every call
         # is branch-less and `_newest_by_id` is what every branch sees.
         self._by_branch: dict[str | None, dict[str, TrackedCall]] | None = None
+        # While `observe` runs: the open calls whose status it changed (`held_by_child`).
+        self._held_now: list[TrackedCall] | None = None
+        # A held-open call in a child run -> the calls whose runs it is in, by
+        # the id() of each call; and a call kept waiting -> itself, how many
+        # such calls keep it waiting, and whether ADK held it open before.
+        self._holding: dict[int, list[TrackedCall]] = {}
+        self._waited_on: dict[int, tuple[TrackedCall, int, bool]] = {}
         # Function name -> the open id-less calls of the newest event that has
         # id-less calls of that name. An emptied queue stays: it still owns
         # later responses of that name, which then answer nothing.
@@ -364,11 +414,16 @@ class PairingLedger:
         if event.content is None:
             return _NOTHING_CHANGED
         settled: list[TrackedCall] = []
-        self.walk((event,), index, settled)
+        held: list[TrackedCall] = []
+        self._held_now = held
+        try:
+            self.walk((event,), index, settled)
+        finally:
+            self._held_now = None
         opened = index if index in self._open else None
-        if opened is None and not settled:
+        if opened is None and not settled and not held:
             return _NOTHING_CHANGED
-        return Observation(settled, opened)
+        return Observation(settled, opened, held)
 
     def walk(
         self,
@@ -532,6 +587,46 @@ class PairingLedger:
             else:
                 self._idless_open[name] = deque()
 
+    def _hold_callers(self, event: Event, branch: str, opened: Mapping[int, TrackedCall]) -> None:
+        """Makes pending the open calls whose child run `event` (in `branch`) holds open."""
+        waiting = [call for call in opened.values() if call.held_open]
+        scope = getattr(event, "isolation_scope", None)
+        for run_id in held_by_child(branch, scope, bool(waiting)):
+            caller = self._newest_by_id.get(run_id)
+            if caller is None:
+                callers = self._open_by_id.get(run_id)
+                caller = callers[-1] if callers else None
+            if caller is None or caller.answered:
+                continue
+            was_pending = caller.held_open
+            if run_id == scope:
+                # A task's call: open until the task ends, whatever waits.
+                self._waited_on.pop(id(caller), None)
+            elif waiting:
+                _, count, held_before = self._waited_on.get(id(caller), (caller, 0, was_pending))
+                self._waited_on[id(caller)] = (caller, count + len(waiting), held_before)
+                for call in waiting:
+                    self._holding.setdefault(id(call), []).append(caller)
+            caller.held_open = True
+            if not was_pending and self._held_now is not None:
+                self._held_now.append(caller)
+
+    def _stop_holding(self, call: TrackedCall) -> None:
+        """`call`, answered, no longer keeps the calls whose child runs it was in waiting."""
+        for caller in self._holding.pop(id(call), ()):
+            waited = self._waited_on.get(id(caller))
+            if waited is None:
+                continue  # a task's call
+            _, count, held_before = waited
+            if count > 1:
+                self._waited_on[id(caller)] = (caller, count - 1, held_before)
+                continue
+            del self._waited_on[id(caller)]
+            if not held_before and not caller.answered:
+                caller.held_open = False
+                if self._held_now is not None:
+                    self._held_now.append(caller)
+
     def _take_shown(self, call_id: str, branch: str | None) -> TrackedCall | None:
         """Unindexes and returns the open call a response with `call_id` in `branch` answers.
 
@@ -546,6 +641,8 @@ class PairingLedger:
                 in_branch = by_branch.get(call.branch)
                 if in_branch is not None and in_branch.get(call_id) is call:
                     del in_branch[call_id]
+                if self._holding:
+                    self._stop_holding(call)  # the caller answers it right after
             return call
         call = None
         for shown in _branches_shown_to(branch):
@@ -557,6 +654,8 @@ class PairingLedger:
             del by_branch[call.branch][call_id]
             if self._newest_by_id.get(call_id) is call:
                 del self._newest_by_id[call_id]
+        if call is not None and self._holding:
+            self._stop_holding(call)  # the caller answers it right after
         return call
 
     def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None) -> None:
@@ -590,6 +689,8 @@ class PairingLedger:
                 self._open_by_id[call_id] = unseen
                 calls = [call for call in calls if branch_shows(call.branch, branch)]
         for call in calls:
+            if self._holding:
+                self._stop_holding(call)
             if (call.author != author and author != "user") or call.name != (name or ""):
                 self.irregular = True  # see `walk`
             self._settle(call, settled)
@@ -678,7 +779,7 @@ class PairingLedger:
         def copy_of(call: TrackedCall) -> TrackedCall:
             copy = copies.get(id(call))
             if copy is None:
-                copy = copies[id(call)] = TrackedCall(
+                fields = (
                     call.event_index,
                     call.part_index,
                     call.call_id,
@@ -687,7 +788,10 @@ class PairingLedger:
                     call.author,
                     call.answered,
                     call.withheld,
-                    call.branch,
+                )
+                branch = call.branch
+                copy = copies[id(call)] = (
+                    TrackedCall(*fields) if branch is None else BranchedCall(*fields, branch=branch)
                 )
             return copy
 
@@ -704,6 +808,14 @@ class PairingLedger:
                 branch: {call_id: copy_of(call) for call_id, call in calls.items()}
                 for branch, calls in self._by_branch.items()
             }
+        for key, callers in self._holding.items():
+            held = copies.get(key)
+            if held is not None:  # an unanswered held-open call: copied as open above
+                successor._holding[id(held)] = [copy_of(caller) for caller in callers]
+        successor._waited_on = {
+            id(copy_of(caller)): (copy_of(caller), count, held_before)
+            for caller, count, held_before in self._waited_on.values()
+        }
         successor._idless_open = {
             name: deque(copy_of(call) for call in queue)
             for name, queue in self._idless_open.items()
@@ -754,16 +866,16 @@ class PairingLedger:
                 # attributes it too.
                 continue
             # Positional: keyword construction costs a third more on this hot path.
-            call = TrackedCall(
-                index,
-                part_index,
-                call_id,
-                name,
-                name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
-                author,
+            held_open = name in HELD_OPEN_CALL_NAMES or (
+                call_id is not None and call_id in held_open_ids
             )
-            if branch is not None:
-                call.branch = branch
+            call = (
+                TrackedCall(index, part_index, call_id, name, held_open, author)
+                if branch is None
+                else BranchedCall(
+                    index, part_index, call_id, name, held_open, author, branch=branch
+                )
+            )
             if call_id is not None and by_last_response:
                 if call_id in opened_ids or call_id in self._open_by_id:
                     self.irregular = True  # twice in one event, or reused while open
@@ -816,6 +928,8 @@ class PairingLedger:
             self._idless_open.update(idless_here)
         if opened:
             self._open[index] = opened
+        if branch is not None and "@" in branch:
+            self._hold_callers(event, branch, opened)
         if self.traits.latest_response_walks_back:
             # Every call the builder sees, sent or not: its walk reads them all.
             ids = frozenset(

@@ -99,14 +99,27 @@ class ViewState:
                 self.rebuild(view)
                 return
             view_events.append(event)
-            settled, opened = ledger.observe(event, index)
+            settled, opened, held = ledger.observe(event, index)
             if ledger.irregular and ledger.open_calls:
                 self.rebuild(view)
                 return
-            if settled:
+            if settled or held:
                 touched: dict[int, None] = {}
                 for call in settled:
                     self.slots[call.event_index].settle(call.part_index)
+                    touched[call.event_index] = None
+                for call in held:
+                    # Its placeholder's status changed (a child run began or
+                    # stopped waiting): the slot is made again from the ledger,
+                    # where the view still holds its synthetic event.
+                    previous = self.slots.get(call.event_index)
+                    if previous is None:
+                        continue  # withheld from the view (see `PairingLedger`)
+                    slot = RepairedSlot(
+                        previous.call_event, ledger.open_calls[call.event_index], self.texts
+                    )
+                    slot.synthetic = previous.synthetic
+                    self.slots[call.event_index] = slot
                     touched[call.event_index] = None
                 for call_index in touched:
                     self._refresh_slot(view, call_index)
