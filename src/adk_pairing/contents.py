@@ -79,7 +79,7 @@ from typing import TYPE_CHECKING, cast
 
 from google.genai import types
 
-from .analysis import CallStatus, PairingLedger, TrackedCall
+from .analysis import CallStatus, PairingLedger, TrackedCall, analyze
 from .builder_traits import NEWEST_BUILDER
 from .repair import PlaceholderTexts, placeholder_part
 
@@ -745,10 +745,16 @@ def held_open_call_ids(events: Iterable[Event]) -> set[str]:
     open and later reused by an ordinary call that was lost is not held open,
     as in `adk_pairing.analysis` (which attributes a response to the newest
     call with its id). The union of every event's ids would call that lost call
-    pending where the view calls it missing.
+    pending where the view calls it missing. A call whose child run waits
+    (`adk_pairing.analysis.held_by_child`) is held open as the view says.
     """
+    events = list(events)
     newest_is_held: dict[str, bool] = {}
+    has_child_runs = False
     for event in events:
+        branch = event.branch
+        if branch and "@" in branch:
+            has_child_runs = True
         content = event.content
         if content is None or not content.parts:
             continue
@@ -757,4 +763,8 @@ def held_open_call_ids(events: Iterable[Event]) -> set[str]:
             call = part.function_call
             if call is not None and call.id:
                 newest_is_held[call.id] = call.id in held
-    return {call_id for call_id, is_held in newest_is_held.items() if is_held}
+    held_ids = {call_id for call_id, is_held in newest_is_held.items() if is_held}
+    if has_child_runs:
+        report = analyze(events, traits=NEWEST_BUILDER)
+        held_ids.update(call.call_id for call in report.pending if call.call_id)
+    return held_ids

@@ -161,3 +161,14 @@ def test_observing_the_child_stop_waiting_reports_the_parent_call_it_released(
     observation = carried.observe(events[3], 3)
     assert [c.call_id for c in observation.held] == ["parent_1"]
     assert [c.status.value for c in carried.open_calls[1]] == ["missing"]
+
+
+def test_the_request_pass_counts_a_call_waiting_on_its_child_as_held_open() -> None:
+    """`PairingPlugin` answers such a call as pending too, should it have to."""
+    from adk_pairing.contents import held_open_call_ids
+
+    waiting = _parent_and_child(_waiting_child())
+    assert held_open_call_ids(waiting) == {"parent_1", "child_1"}
+    answer = response_event([response("child_1", "start_job")], author="user")
+    answer.branch = "child@parent_1"
+    assert held_open_call_ids([*waiting, answer]) == {"child_1"}
