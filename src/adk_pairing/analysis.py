@@ -8,6 +8,12 @@ builds a model request:
   (model-issued ids such as Gemini's ``call_1`` repeat across turns, so "a
   response with this id exists somewhere" does not mean "this call was
   answered"). A response in the same event as a call does not answer it.
+* Branches scope who answers whom. ADK's request builder shows an agent only
+  the events of its own branch, of its ancestors and branch-less ones
+  (`branch_shows`), and pairs within what it keeps: two `ParallelAgent`
+  branches may each call ``call_0`` and each answer its own. So a response in
+  a branch answers the newest preceding open call with its id *among the calls
+  its branch shows*; a branch-less response sees every call.
 * A call without an id is answered by a later id-less response of the same
   name. Like ADK's rearranger, the response belongs to the newest preceding
   event with an id-less call of that name; within that event, responses take
@@ -32,6 +38,16 @@ builds a model request:
 * An unanswered call is *pending* when ADK holds it open on purpose (its id is
   in the event's ``long_running_tool_ids``, or it is a confirmation,
   credential or input request) and *missing* otherwise.
+* A call is also pending while the child run it started waits (`held_by_child`):
+  from google-adk 2.6 a sub-agent with ``mode="single_turn"`` or ``"task"``
+  runs as a tool in the caller's session, in a branch whose segment
+  ``<agent>@<call id>`` names the call (``_BranchPath.run_ids``, the way ADK's
+  ``should_pause_invocation`` finds it). While an event of that run holds an
+  unanswered call ADK holds open, every call its branch names waits on it
+  (google-adk <= 2.10 never answers the caller once the child resumes: it is
+  missing again then); a task run (its events scoped to the call,
+  ``isolation_scope == <call id>``) holds its call open until the task ends
+  (``_TaskAgentTool`` defers the result).
 * A call sharing its `Part` with text is not a call on the wire: ADK's
   Anthropic converter sends the text and drops the call (`never_sent_as_a_call`),
   so a placeholder for it would be an orphan ``tool_result``. Malformed input.
@@ -88,7 +104,7 @@ import enum
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 from google.adk.events.event import Event
 from google.genai.types import FunctionCall, Part
@@ -100,6 +116,25 @@ from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
 HELD_OPEN_CALL_NAMES = frozenset(
     {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
 )
+
+
+def branch_shows(branch: str | None, event_branch: str | None) -> bool:
+    """Whether ADK's request builder shows an agent running in `branch` an event in `event_branch`.
+
+    ``_is_event_belongs_to_branch`` (``flows/llm_flows/contents.py`` 1.20.0:619,
+    2.6.2:1124; ``flows/llm_flows/context/_contents.py`` 2.10.0:663,
+    2.13.0:768): every event when either branch is empty, else the same branch
+    or an ancestor of it, compared by whole dot-separated segments.
+    """
+    if not branch or not event_branch:
+        return True
+    return branch == event_branch or branch.startswith(event_branch + ".")
+
+
+def _branches_shown_to(branch: str) -> list[str | None]:
+    """Every branch whose events `branch_shows` an agent in non-empty `branch`."""
+    segments = branch.split(".")
+    return [None, *(".".join(segments[:end]) for end in range(1, len(segments) + 1))]
 
 
 class CallStatus(enum.StrEnum):
@@ -124,6 +159,8 @@ class TrackedCall:
     answered: bool = False
     #: Left unanswered in the view on purpose (see `PairingLedger`).
     withheld: bool = False
+    #: The branch of the call's event: None here, set on a `BranchedCall`.
+    branch: ClassVar[str | None] = None
 
     @property
     def status(self) -> CallStatus:
@@ -135,6 +172,16 @@ class TrackedCall:
     def key(self) -> str:
         """The call's id, or its function name when the model gave it no id."""
         return self.call_id or self.name
+
+
+class BranchedCall(TrackedCall):
+    """A call in an event with a branch; a history without branches makes none."""
+
+    __slots__ = ("branch",)  # type: ignore[misc]
+
+    def __init__(self, *fields: object, branch: str) -> None:
+        super().__init__(*fields)  # type: ignore[arg-type]
+        self.branch = branch  # type: ignore[misc]
 
 
 def never_sent_as_a_call(part: Part) -> bool:
@@ -201,17 +248,37 @@ class Observation(NamedTuple):
     settled: Sequence[TrackedCall]
     #: The event's own index when it made calls (all open at first), else None.
     opened: int | None
+    #: Earlier open calls whose status changed (pending <-> missing) as a child
+    #: run they started began or stopped waiting (`held_by_child`).
+    held: Sequence[TrackedCall] = ()
 
     @property
     def changed(self) -> set[int]:
         """Indices of the events whose open calls changed."""
-        indices = {call.event_index for call in self.settled}
+        indices = {call.event_index for call in (*self.settled, *self.held)}
         if self.opened is not None:
             indices.add(self.opened)
         return indices
 
 
 _NOTHING_CHANGED = Observation((), None)
+
+
+def held_by_child(branch: str, scope: str | None, waits: bool) -> list[str]:
+    """The ids of the calls an event in `branch` holds open: the calls whose runs it is in.
+
+    `branch` names each run it is nested in by a segment ``<agent>@<call id>``
+    (``events/_branch_path.py`` ``_BranchPath.run_ids``, 2.6.2 and later).
+    When the event `waits` (it holds a call ADK holds open), every such call
+    waits on it; otherwise only a task run's own call, the one its events are
+    scoped to (`scope`, ``isolation_scope``), stays open until the task ends.
+    """
+    ids = []
+    for segment in branch.split("."):
+        _, at, run_id = segment.rpartition("@")
+        if at and run_id and (waits or run_id == scope):
+            ids.append(run_id)
+    return ids
 
 
 class OpenCalls(Mapping[int, list[TrackedCall]]):
@@ -257,6 +324,10 @@ class PairingLedger:
 
     __slots__ = (
         "_answered_ids",
+        "_answered_in",
+        "_by_branch",
+        "_held_now",
+        "_holding",
         "_idless_open",
         "_last_call_event",
         "_newest_by_id",
@@ -265,6 +336,7 @@ class PairingLedger:
         "_previous_index",
         "_seen_call_ids",
         "_track_repeated_ids",
+        "_waited_on",
         "_withheld",
         "calls",
         "irregular",
@@ -286,6 +358,17 @@ class PairingLedger:
         # with its id answers nothing either way (it must not reach back to an
         # older open call with the same id).
         self._newest_by_id: dict[str, TrackedCall] = {}
+        # Once a call event with a branch is seen: branch -> call id -> the
+        # newest open call with that id in that branch. Until then every call
+        # is branch-less and `_newest_by_id` is what every branch sees.
+        self._by_branch: dict[str | None, dict[str, TrackedCall]] | None = None
+        # While `observe` runs: the open calls whose status it changed (`held_by_child`).
+        self._held_now: list[TrackedCall] | None = None
+        # A held-open call in a child run -> the calls whose runs it is in, by
+        # the id() of each call; and a call kept waiting -> itself, how many
+        # such calls keep it waiting, and whether ADK held it open before.
+        self._holding: dict[int, list[TrackedCall]] = {}
+        self._waited_on: dict[int, tuple[TrackedCall, int, bool]] = {}
         # Function name -> the open id-less calls of the newest event that has
         # id-less calls of that name. An emptied queue stays: it still owns
         # later responses of that name, which then answer nothing.
@@ -294,6 +377,8 @@ class PairingLedger:
         # open call with it, and the ids some response already carries.
         self._open_by_id: dict[str, list[TrackedCall]] = {}
         self._answered_ids: set[str] = set()
+        # The same ids by the branch of the response (None for branch-less ones).
+        self._answered_in: dict[str | None, set[str]] = {}
         # Builders whose latest-response rearranger walks back (ADK <= 2.10):
         # every call id seen (None for id-less), the newest call event's index
         # and ids if it reuses one, and the index of the last event with parts.
@@ -329,11 +414,16 @@ class PairingLedger:
         if event.content is None:
             return _NOTHING_CHANGED
         settled: list[TrackedCall] = []
-        self.walk((event,), index, settled)
+        held: list[TrackedCall] = []
+        self._held_now = held
+        try:
+            self.walk((event,), index, settled)
+        finally:
+            self._held_now = None
         opened = index if index in self._open else None
-        if opened is None and not settled:
+        if opened is None and not settled and not held:
             return _NOTHING_CHANGED
-        return Observation(settled, opened)
+        return Observation(settled, opened, held)
 
     def walk(
         self,
@@ -363,6 +453,7 @@ class PairingLedger:
         walk again with the rewind applied.
         """
         newest_by_id = self._newest_by_id
+        by_branch = self._by_branch
         idless_open = self._idless_open
         by_last_response = self.traits.history_pairs_by_last_response
         walks_back = self.traits.latest_response_walks_back
@@ -419,11 +510,14 @@ class PairingLedger:
                         ):
                             self.irregular = True  # one id answered twice in one event
                         self._settle_every_call_with(
-                            response_id, settled, event.author, response.name
+                            response_id, settled, event.author, response.name, event.branch
                         )
                         continue
                     # Only open calls are indexed, so a hit is always open.
-                    call = newest_by_id.pop(response_id, None)
+                    if by_branch is None:
+                        call = newest_by_id.pop(response_id, None)
+                    else:
+                        call = self._take_shown(response_id, event.branch)
                     if call is None and _earlier_response_with(parts, part_index, response_id):
                         self.irregular = True  # one id answered twice in one event
                 else:
@@ -460,9 +554,13 @@ class PairingLedger:
                 self._release_withheld()
                 holding = False
             if response_ids is not None:
-                holding = self._withhold_before_a_walk_back(response_ids, settled) or holding
+                holding = (
+                    self._withhold_before_a_walk_back(response_ids, settled, event.branch)
+                    or holding
+                )
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
+                by_branch = self._by_branch
             if walks_back:  # only the walk-back hazard reads it
                 self._previous_index = index
         return None
@@ -489,6 +587,77 @@ class PairingLedger:
             else:
                 self._idless_open[name] = deque()
 
+    def _hold_callers(self, event: Event, branch: str, opened: Mapping[int, TrackedCall]) -> None:
+        """Makes pending the open calls whose child run `event` (in `branch`) holds open."""
+        waiting = [call for call in opened.values() if call.held_open]
+        scope = getattr(event, "isolation_scope", None)
+        for run_id in held_by_child(branch, scope, bool(waiting)):
+            caller = self._newest_by_id.get(run_id)
+            if caller is None:
+                callers = self._open_by_id.get(run_id)
+                caller = callers[-1] if callers else None
+            if caller is None or caller.answered:
+                continue
+            was_pending = caller.held_open
+            if run_id == scope:
+                # A task's call: open until the task ends, whatever waits.
+                self._waited_on.pop(id(caller), None)
+            elif waiting:
+                _, count, held_before = self._waited_on.get(id(caller), (caller, 0, was_pending))
+                self._waited_on[id(caller)] = (caller, count + len(waiting), held_before)
+                for call in waiting:
+                    self._holding.setdefault(id(call), []).append(caller)
+            caller.held_open = True
+            if not was_pending and self._held_now is not None:
+                self._held_now.append(caller)
+
+    def _stop_holding(self, call: TrackedCall) -> None:
+        """`call`, answered, no longer keeps the calls whose child runs it was in waiting."""
+        for caller in self._holding.pop(id(call), ()):
+            waited = self._waited_on.get(id(caller))
+            if waited is None:
+                continue  # a task's call
+            _, count, held_before = waited
+            if count > 1:
+                self._waited_on[id(caller)] = (caller, count - 1, held_before)
+                continue
+            del self._waited_on[id(caller)]
+            if not held_before and not caller.answered:
+                caller.held_open = False
+                if self._held_now is not None:
+                    self._held_now.append(caller)
+
+    def _take_shown(self, call_id: str, branch: str | None) -> TrackedCall | None:
+        """Unindexes and returns the open call a response with `call_id` in `branch` answers.
+
+        The newest open call with the id among those `branch_shows` the
+        response's branch (every call for a branch-less response).
+        """
+        by_branch = self._by_branch
+        assert by_branch is not None
+        if not branch:
+            call = self._newest_by_id.pop(call_id, None)
+            if call is not None:
+                in_branch = by_branch.get(call.branch)
+                if in_branch is not None and in_branch.get(call_id) is call:
+                    del in_branch[call_id]
+                if self._holding:
+                    self._stop_holding(call)  # the caller answers it right after
+            return call
+        call = None
+        for shown in _branches_shown_to(branch):
+            in_branch = by_branch.get(shown)
+            candidate = in_branch.get(call_id) if in_branch is not None else None
+            if candidate is not None and (call is None or candidate.event_index > call.event_index):
+                call = candidate
+        if call is not None:
+            del by_branch[call.branch][call_id]
+            if self._newest_by_id.get(call_id) is call:
+                del self._newest_by_id[call_id]
+        if call is not None and self._holding:
+            self._stop_holding(call)  # the caller answers it right after
+        return call
+
     def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None) -> None:
         call.answered = True
         if call.withheld:
@@ -501,17 +670,36 @@ class PairingLedger:
             settled.append(call)
 
     def _settle_every_call_with(
-        self, call_id: str, settled: list[TrackedCall] | None, author: str, name: str | None
+        self,
+        call_id: str,
+        settled: list[TrackedCall] | None,
+        author: str,
+        name: str | None,
+        branch: str | None,
     ) -> None:
-        """ADK <= 2.6: a response with an id answers every call with that id, before or after."""
+        """ADK <= 2.6: a response with an id answers every call with that id, before or after,
+        whose branch is shown the response (`branch_shows`)."""
+        branch = branch or None
         self._answered_ids.add(call_id)
-        for call in self._open_by_id.pop(call_id, ()):
+        self._answered_in.setdefault(branch, set()).add(call_id)
+        calls = self._open_by_id.pop(call_id, ())
+        if branch is not None and self._by_branch is not None:
+            unseen = [call for call in calls if not branch_shows(call.branch, branch)]
+            if unseen:
+                self._open_by_id[call_id] = unseen
+                calls = [call for call in calls if branch_shows(call.branch, branch)]
+        for call in calls:
+            if self._holding:
+                self._stop_holding(call)
             if (call.author != author and author != "user") or call.name != (name or ""):
                 self.irregular = True  # see `walk`
             self._settle(call, settled)
 
     def _withhold_before_a_walk_back(
-        self, response_ids: set[str | None], settled: list[TrackedCall] | None
+        self,
+        response_ids: set[str | None],
+        settled: list[TrackedCall] | None,
+        branch: str | None,
     ) -> bool:
         """ADK <= 2.10: keeps a placeholder from sending the builder on its walk back.
 
@@ -537,6 +725,13 @@ class PairingLedger:
         if not slot or response_ids.isdisjoint(call_ids):
             return False
         withheld = list(slot.values())
+        if not branch_shows(branch, withheld[0].branch):
+            # Another branch's call event: ADK builds each branch's request from
+            # what it shows, where the two events are not neighbours. Which
+            # request walks back is not this rule's to say; the view's check
+            # against ADK's builder is (`adk_pairing.proof`).
+            self.irregular = True
+            return False
         del self._open[call_index]
         # Open calls elsewhere with a withheld id lose their placeholders too:
         # ADK >= 2.10 drops a call no response carries the id of
@@ -584,7 +779,7 @@ class PairingLedger:
         def copy_of(call: TrackedCall) -> TrackedCall:
             copy = copies.get(id(call))
             if copy is None:
-                copy = copies[id(call)] = TrackedCall(
+                fields = (
                     call.event_index,
                     call.part_index,
                     call.call_id,
@@ -593,6 +788,10 @@ class PairingLedger:
                     call.author,
                     call.answered,
                     call.withheld,
+                )
+                branch = call.branch
+                copy = copies[id(call)] = (
+                    TrackedCall(*fields) if branch is None else BranchedCall(*fields, branch=branch)
                 )
             return copy
 
@@ -603,6 +802,19 @@ class PairingLedger:
             successor._open[index] = copied_slot
         successor._newest_by_id = {
             call_id: copy_of(call) for call_id, call in self._newest_by_id.items()
+        }
+        if self._by_branch is not None:
+            successor._by_branch = {
+                branch: {call_id: copy_of(call) for call_id, call in calls.items()}
+                for branch, calls in self._by_branch.items()
+            }
+        for key, callers in self._holding.items():
+            held = copies.get(key)
+            if held is not None:  # an unanswered held-open call: copied as open above
+                successor._holding[id(held)] = [copy_of(caller) for caller in callers]
+        successor._waited_on = {
+            id(copy_of(caller)): (copy_of(caller), count, held_before)
+            for caller, count, held_before in self._waited_on.values()
         }
         successor._idless_open = {
             name: deque(copy_of(call) for call in queue)
@@ -618,6 +830,7 @@ class PairingLedger:
         )
         successor.irregular = self.irregular
         successor._answered_ids = set(self._answered_ids)
+        successor._answered_in = {branch: set(ids) for branch, ids in self._answered_in.items()}
         successor._seen_call_ids = set(self._seen_call_ids)
         successor._last_call_event = self._last_call_event
         successor._previous_index = self._previous_index
@@ -628,7 +841,13 @@ class PairingLedger:
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
         held_open_ids = event.long_running_tool_ids or ()
         author = event.author
+        branch = event.branch or None
         newest_by_id = self._newest_by_id
+        by_branch = self._by_branch
+        if branch is not None and by_branch is None:
+            # The first branch: every call before it is branch-less.
+            by_branch = self._by_branch = {None: dict(newest_by_id)}
+        in_branch = by_branch.setdefault(branch, {}) if by_branch is not None else None
         by_last_response = self.traits.history_pairs_by_last_response
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
@@ -647,21 +866,30 @@ class PairingLedger:
                 # attributes it too.
                 continue
             # Positional: keyword construction costs a third more on this hot path.
-            call = TrackedCall(
-                index,
-                part_index,
-                call_id,
-                name,
-                name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
-                author,
+            held_open = name in HELD_OPEN_CALL_NAMES or (
+                call_id is not None and call_id in held_open_ids
+            )
+            call = (
+                TrackedCall(index, part_index, call_id, name, held_open, author)
+                if branch is None
+                else BranchedCall(
+                    index, part_index, call_id, name, held_open, author, branch=branch
+                )
             )
             if call_id is not None and by_last_response:
                 if call_id in opened_ids or call_id in self._open_by_id:
                     self.irregular = True  # twice in one event, or reused while open
                 opened_ids.add(call_id)
-                if call_id in self._answered_ids:
-                    # ADK <= 2.6 puts the last response with this id after this
-                    # call too: a placeholder would only displace it.
+                if call_id in self._answered_ids and (
+                    branch is None
+                    or any(
+                        call_id in self._answered_in.get(shown, ())
+                        for shown in _branches_shown_to(branch)
+                    )
+                ):
+                    # ADK <= 2.6 puts the last response with this id its branch
+                    # is shown after this call too: a placeholder would only
+                    # displace it.
                     call.answered = True
                     self.calls.append(call)
                     continue
@@ -683,6 +911,8 @@ class PairingLedger:
                     # A dict.setdefault here cost 2% more of a cold walk.
                     self.irregular = True  # reused while an earlier call with it is open
                 newest_by_id[call_id] = call
+                if in_branch is not None:
+                    in_branch[call_id] = call
             else:
                 if idless_here is None:
                     idless_here = {}
@@ -698,6 +928,8 @@ class PairingLedger:
             self._idless_open.update(idless_here)
         if opened:
             self._open[index] = opened
+        if branch is not None and "@" in branch:
+            self._hold_callers(event, branch, opened)
         if self.traits.latest_response_walks_back:
             # Every call the builder sees, sent or not: its walk reads them all.
             ids = frozenset(

@@ -79,7 +79,7 @@ from typing import TYPE_CHECKING, cast
 
 from google.genai import types
 
-from .analysis import CallStatus, PairingLedger, TrackedCall
+from .analysis import CallStatus, PairingLedger, TrackedCall, analyze
 from .builder_traits import NEWEST_BUILDER
 from .repair import PlaceholderTexts, placeholder_part
 
@@ -290,9 +290,11 @@ def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -
 class _Turn:
     """One input content as the ledger reads it: an event-like view of its parts.
 
-    `PairingLedger.walk` reads ``event.content.parts``, ``event.author`` and
-    ``event.long_running_tool_ids``; the request has no events, and no
-    authors (one for all: the request's calls are all its model's). The ledger
+    `PairingLedger.walk` reads ``event.content.parts``, ``event.author``,
+    ``event.branch`` and ``event.long_running_tool_ids``; the request has no
+    events, no authors (one for all: the request's calls are all its model's)
+    and no branches (ADK's builder kept only what the requesting agent's branch
+    shows). The ledger
     marks calls held open by name; held-open ids come from the session and are
     looked up only when a call needs a placeholder (`_repair_segments`).
     """
@@ -300,6 +302,7 @@ class _Turn:
     __slots__ = ("is_model", "long_running_tool_ids", "parts", "source")
 
     author = "model"
+    branch = None
 
     def __init__(
         self,
@@ -742,10 +745,16 @@ def held_open_call_ids(events: Iterable[Event]) -> set[str]:
     open and later reused by an ordinary call that was lost is not held open,
     as in `adk_pairing.analysis` (which attributes a response to the newest
     call with its id). The union of every event's ids would call that lost call
-    pending where the view calls it missing.
+    pending where the view calls it missing. A call whose child run waits
+    (`adk_pairing.analysis.held_by_child`) is held open as the view says.
     """
+    events = list(events)
     newest_is_held: dict[str, bool] = {}
+    has_child_runs = False
     for event in events:
+        branch = event.branch
+        if branch and "@" in branch:
+            has_child_runs = True
         content = event.content
         if content is None or not content.parts:
             continue
@@ -754,4 +763,8 @@ def held_open_call_ids(events: Iterable[Event]) -> set[str]:
             call = part.function_call
             if call is not None and call.id:
                 newest_is_held[call.id] = call.id in held
-    return {call_id for call_id, is_held in newest_is_held.items() if is_held}
+    held_ids = {call_id for call_id, is_held in newest_is_held.items() if is_held}
+    if has_child_runs:
+        report = analyze(events, traits=NEWEST_BUILDER)
+        held_ids.update(call.call_id for call in report.pending if call.call_id)
+    return held_ids

@@ -25,7 +25,9 @@ follow on every release:
 So for an irregular history the view is checked against the very builder that
 will run: `view_never_worse` builds the request contents from the stored
 events and from the view with the installed ADK's ``_get_contents``, once for
-every agent that authored an event, and compares them under the pairing rule
+every agent that authored an event and every branch it wrote in (ADK builds an
+agent's request from what its branch shows, `adk_pairing.analysis.branch_shows`;
+a workflow can run one agent in several branches), and compares them under the pairing rule
 every strict provider applies (`pairing_holds`). If some agent's request would
 pass from the store and fail from the view, the view is not served: the
 caller gets the stored events as they are (`adk_pairing.repair`), and
@@ -68,8 +70,8 @@ _MODEL_ROLES = frozenset({"model", "assistant"})
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 
-#: ADK's request builder for one agent: events -> request contents.
-Builder = Callable[[list[Event], str], list[types.Content]]
+#: ADK's request builder for one agent in one branch: events -> request contents.
+Builder = Callable[[list[Event], str, str | None], list[types.Content]]
 
 
 class _WhileProving(logging.Filter):
@@ -98,10 +100,10 @@ def _request_builder() -> Builder:
         if name.startswith(prefix):
             logging.getLogger(name).addFilter(quiet)
     if "preserve_function_call_ids" in inspect.signature(get_contents).parameters:
-        return lambda events, agent: get_contents(
-            None, events, agent, preserve_function_call_ids=True
+        return lambda events, agent, branch: get_contents(
+            branch, events, agent, preserve_function_call_ids=True
         )
-    return lambda events, agent: get_contents(None, events, agent)
+    return lambda events, agent, branch: get_contents(branch, events, agent)
 
 
 @contextlib.contextmanager
@@ -113,15 +115,20 @@ def _quiet_builder() -> Iterator[None]:
         _quiet.reset(token)
 
 
-def _agents(events: Sequence[Event]) -> list[str]:
-    """Every author but the user, in order of first appearance: each builds its own request."""
-    return list(dict.fromkeys(e.author for e in events if e.author and e.author != "user"))
+def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
+    """Every author but the user with each branch it wrote in, in order of first
+    appearance: each builds its own request there."""
+    return list(
+        dict.fromkeys(
+            (e.author, e.branch or None) for e in events if e.author and e.author != "user"
+        )
+    )
 
 
-def _passes(build: Builder, events: Sequence[Event], agent: str) -> bool:
-    """Whether ADK's request for `agent` from `events` pairs; False when the builder raises."""
+def _passes(build: Builder, events: Sequence[Event], agent: str, branch: str | None) -> bool:
+    """Whether ADK's request for `agent` in `branch` from `events` pairs (False if it raises)."""
     try:
-        return pairing_holds(build(list(events), agent))
+        return pairing_holds(build(list(events), agent, branch))
     except Exception:
         return False
 
@@ -137,8 +144,8 @@ def view_never_worse(stored: Sequence[Event], view: Sequence[Event]) -> bool:
     except Exception:  # a release without ADK's builder where we look: nothing is proven
         return False
     with _quiet_builder():
-        for agent in _agents(view):
-            if not _passes(build, view, agent) and _passes(build, stored, agent):
+        for agent, branch in _agents(view):
+            if not _passes(build, view, agent, branch) and _passes(build, stored, agent, branch):
                 return False
     return True
 

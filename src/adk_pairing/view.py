@@ -99,14 +99,27 @@ class ViewState:
                 self.rebuild(view)
                 return
             view_events.append(event)
-            settled, opened = ledger.observe(event, index)
+            settled, opened, held = ledger.observe(event, index)
             if ledger.irregular and ledger.open_calls:
                 self.rebuild(view)
                 return
-            if settled:
+            if settled or held:
                 touched: dict[int, None] = {}
                 for call in settled:
                     self.slots[call.event_index].settle(call.part_index)
+                    touched[call.event_index] = None
+                for call in held:
+                    # Its placeholder's status changed (a child run began or
+                    # stopped waiting): the slot is made again from the ledger,
+                    # where the view still holds its synthetic event.
+                    previous = self.slots.get(call.event_index)
+                    if previous is None:
+                        continue  # withheld from the view (see `PairingLedger`)
+                    slot = RepairedSlot(
+                        previous.call_event, ledger.open_calls[call.event_index], self.texts
+                    )
+                    slot.synthetic = previous.synthetic
+                    self.slots[call.event_index] = slot
                     touched[call.event_index] = None
                 for call_index in touched:
                     self._refresh_slot(view, call_index)
@@ -167,6 +180,28 @@ class PairedSession(Session):
     """
 
     _pairing: ViewState | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any `Session` (view or not) with the same fields and storage state.
+
+        The link to the inner session is bookkeeping, not content: a view of a
+        healthy session equals the stored `Session` (the same events), and a
+        repaired view equals whatever holds its events, synthetic ones included.
+        ADK's own session tests compare a read with the created session.
+        """
+        if not isinstance(other, Session):
+            return NotImplemented
+        return _comparable(self) == _comparable(other)
+
+
+def _comparable(session: Session) -> tuple[object, ...]:
+    """What pydantic compares on a `Session`, less a view's private link."""
+    private = session.__pydantic_private__ or {}
+    return (
+        {name: getattr(session, name) for name in Session.model_fields},
+        {name: value for name, value in private.items() if name != "_pairing"},
+        session.__pydantic_extra__ or {},
+    )
 
 
 def paired_view(

@@ -59,10 +59,12 @@ def response_event(
     *,
     invocation_id: str = "inv-1",
     author: str = AGENT,
+    branch: str | None = None,
 ) -> Event:
     return Event(
         invocation_id=invocation_id,
         author=author,
+        branch=branch,
         timestamp=_stamp(),
         content=types.Content(role="user", parts=list(parts)),
     )
