@@ -24,6 +24,8 @@ from adk_pairing.cli._fast import (
     light_event,
     needs_confirmation,
 )
+from tests.adk_features import ADK_VERSION
+from tests.unit.events import call, model_event, user_text
 from tests.unit.history_strategies import histories
 
 common = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,6 +49,45 @@ def _statuses(report) -> list[tuple[str | None, str, str]]:
 @common
 @given(histories(max_steps=12))
 def test_fast_path_reports_the_statuses_of_the_full_read(events: list[Event]) -> None:
+    assert _statuses(analyze(_fast_events(events))) == _statuses(analyze(events))
+
+
+#: Branches as ADK writes them: ParallelAgent branches, and a child run named by its call.
+BRANCHES = (None, "fan", "fan.a", "fan.b", "root.child@call_0", "root.child@call_1")
+
+
+@common
+@given(histories(max_steps=12), st.data())
+def test_fast_path_reports_the_statuses_of_the_full_read_in_branches_and_child_runs(
+    events: list[Event], data: st.DataObject
+) -> None:
+    """The ledger reads each event's branch and isolation scope too; so must the fast path."""
+    branched = [
+        event.model_copy(
+            update={
+                "branch": data.draw(st.sampled_from(BRANCHES)),
+                **(
+                    {"isolation_scope": data.draw(st.sampled_from((None, "call_0")))}
+                    if "isolation_scope" in Event.model_fields
+                    else {}
+                ),
+            }
+        )
+        for event in events
+    ]
+    assert _statuses(analyze(_fast_events(branched))) == _statuses(analyze(branched))
+
+
+@pytest.mark.skipif(
+    "isolation_scope" not in Event.model_fields,
+    reason=f"google-adk {ADK_VERSION} has no Event.isolation_scope (added in 2.6)",
+)
+def test_fast_path_sees_a_task_run_hold_its_call_open() -> None:
+    parent = model_event([call("parent_1", "child")], author="parent")
+    child = model_event([call("child_1", "lookup")], author="child", branch="child@parent_1")
+    child.isolation_scope = "parent_1"
+    events = [user_text(), parent, child]
+    assert _statuses(analyze(events))[0] == ("parent_1", "child", "pending")
     assert _statuses(analyze(_fast_events(events))) == _statuses(analyze(events))
 
 

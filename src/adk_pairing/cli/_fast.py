@@ -4,11 +4,12 @@ Rebuilding a stored event with ADK's ``Event`` model validates every field of
 every part; the analysis (`adk_pairing.analysis`) reads a handful: each part's
 ``function_call`` and ``function_response`` (id and name), its ``text``,
 ``thought`` and ``thought_signature`` (`never_sent_as_a_call`), and the
-event's ``author``, ``invocation_id``, ``long_running_tool_ids`` and
-``actions.rewind_before_invocation_id``. `light_event` builds objects with
-exactly those attributes from an event's JSON document, and the core's own
-`analyze` and `is_rewind` run on them unchanged (objects built with pydantic's
-``model_construct`` cost more than validating: ``benchmarks/RESULTS.md``).
+event's ``author``, ``branch``, ``isolation_scope``, ``invocation_id``,
+``long_running_tool_ids`` and ``actions.rewind_before_invocation_id``.
+`light_event` builds objects with exactly those attributes from an event's
+JSON document, and the core's own `analyze` and `is_rewind` run on them
+unchanged (objects built with pydantic's ``model_construct`` cost more than
+validating: ``benchmarks/RESULTS.md``).
 
 Which rows can matter. An event without a call or a result part changes no
 call's status: the ledger settles calls only on response parts and opens them
@@ -112,7 +113,15 @@ class LightActions:
 class LightEvent:
     """The fields of an ``Event`` the analysis reads, and nothing else."""
 
-    __slots__ = ("actions", "author", "content", "invocation_id", "long_running_tool_ids")
+    __slots__ = (
+        "actions",
+        "author",
+        "branch",
+        "content",
+        "invocation_id",
+        "isolation_scope",
+        "long_running_tool_ids",
+    )
 
     def __init__(
         self,
@@ -121,12 +130,16 @@ class LightEvent:
         invocation_id: str,
         long_running_tool_ids: set[str] | None,
         actions: LightActions,
+        branch: str | None = None,
+        isolation_scope: str | None = None,
     ) -> None:
         self.content = content
         self.author = author
         self.invocation_id = invocation_id
         self.long_running_tool_ids = long_running_tool_ids
         self.actions = actions
+        self.branch = branch
+        self.isolation_scope = isolation_scope
 
 
 _NO_REWIND = LightActions(None)
@@ -222,6 +235,8 @@ def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
         invocation_id or "",
         set(held_open) if held_open else None,
         _NO_REWIND if rewind is None else LightActions(rewind),
+        _text_or_none(data.get("branch"), "branch"),
+        _text_or_none(_field(data, "isolation_scope", "isolationScope"), "isolation_scope"),
     )
 
 
