@@ -509,8 +509,8 @@ class DatabaseReader:
         With `concurrency` >= 2 the rows of the next batch are fetched on a
         second connection while this one's are parsed (`prefetched`), so the
         database's work and the parsing overlap; at most two queries are in
-        flight. Sessions to confirm are gathered across batches (up to
-        `batch_size` of one app) and read in full together.
+        flight. Sessions to confirm are gathered across batches (at most
+        `batch_size`, of one app) and read in full together.
         """
         from sqlalchemy import select, tuple_
         from sqlalchemy.ext.asyncio import AsyncSession
@@ -527,13 +527,15 @@ class DatabaseReader:
             batches = self._fast_batches(fetching, window, apps, batch_size)
             if fetching is not confirming:
                 batches = prefetched(batches)
-            pending_app: str | None = None
+            # Closed first (the stack unwinds in reverse): no fetch outlives its session.
+            batches = await stack.enter_async_context(contextlib.aclosing(batches))
+            pending_app = ""
             pending: list[tuple[str, str, float]] = []
 
             async def confirm() -> AsyncIterator[ReadItem]:
                 events = self._event_model
                 full = self._batch(
-                    confirming, pending_app or "", pending, events, select, tuple_, window.timeout
+                    confirming, pending_app, pending, events, select, tuple_, window.timeout
                 )
                 async for item in full:
                     yield item
@@ -541,19 +543,24 @@ class DatabaseReader:
                 pending.clear()
 
             async for app, kept, grouped in batches:
-                if pending and (app != pending_app or len(pending) >= batch_size):
+                if pending and app != pending_app:
                     async for item in confirm():
                         yield item
                 pending_app = app
-                if grouped is None:
-                    pending.extend(kept)  # the fast read failed: ADK's full read decides
-                    continue
                 for user, sid, updated in kept:
-                    verdict = _fast_verdict(grouped.pop((user, sid)), _light_v1_row, window.timeout)
+                    # No rows (the fast read failed): ADK's full read decides.
+                    verdict = (
+                        True
+                        if grouped is None
+                        else _fast_verdict(grouped.pop((user, sid)), _light_v1_row, window.timeout)
+                    )
                     if isinstance(verdict, BaseException):
                         yield UnreadableSession(app, user, sid, verdict)
                     elif verdict:
                         pending.append((user, sid, updated))
+                        if len(pending) >= batch_size:
+                            async for item in confirm():
+                                yield item
                     else:
                         yield ClearedSession(app, user, sid, updated)
             if pending:
