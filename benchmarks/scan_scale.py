@@ -401,7 +401,9 @@ def main() -> None:
             "small_peak_rss_mb": small["peak_rss_mb"],
             "rss_growth_mb_per_session": growth_mb,
             "projected_million_seconds": million / rate,
-            "projected_million_rss_mb": big.peak_rss_mb + growth_mb * (million - big.sessions),
+            # A peak that did not grow with the store (the batch decides it) stays where it is.
+            "projected_million_rss_mb": big.peak_rss_mb
+            + max(growth_mb, 0.0) * (million - big.sessions),
         }
         scale = figures["scale"]
         print(

@@ -145,19 +145,8 @@ class LightEvent:
 _NO_REWIND = LightActions(None)
 
 
-def _field(data: dict[str, Any], snake: str, camel: str) -> Any:
-    value = data.get(snake)
-    return data.get(camel) if value is None else value
-
-
 def _refuse(what: str, value: Any, expected: str) -> UnexpectedShape:
     return UnexpectedShape(f"{what} is {type(value).__name__}, not {expected}")
-
-
-def _text_or_none(value: Any, what: str) -> str | None:
-    if value is None or type(value) is str:
-        return value
-    raise _refuse(what, value, "a string")
 
 
 def _light_call(data: Any, what: str) -> LightCall:
@@ -173,22 +162,29 @@ def _light_call(data: Any, what: str) -> LightCall:
 def _light_part(data: Any) -> LightPart:
     if type(data) is not dict:
         raise _refuse("a part", data, "an object")
-    call = data.get("function_call")
+    get = data.get
+    call = get("function_call")
     if call is None:
-        call = data.get("functionCall")
-    response = data.get("function_response")
+        call = get("functionCall")
+    response = get("function_response")
     if response is None:
-        response = data.get("functionResponse")
-    text = data.get("text")
+        response = get("functionResponse")
+    text = get("text")
     if not (text is None or type(text) is str):
         raise _refuse("text", text, "a string")
+    signature = get("thought_signature")
+    if signature is None:
+        signature = get("thoughtSignature")
     return LightPart(
         None if call is None else _light_call(call, "function_call"),
         None if response is None else _light_call(response, "function_response"),
         text,
-        data.get("thought"),
-        _field(data, "thought_signature", "thoughtSignature"),
+        get("thought"),
+        signature,
     )
+
+
+_NO_PARTS = LightContent(None)
 
 
 def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
@@ -202,36 +198,48 @@ def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
     """
     if type(data) is not dict:
         raise _refuse("an event", data, "an object")
-    content = data.get("content")
+    get = data.get
+    content = get("content")
     light_content: LightContent | None = None
     if content is not None:
         if type(content) is not dict:
             raise _refuse("content", content, "an object")
         parts = content.get("parts")
         if parts is None:
-            light_content = LightContent(None)
+            light_content = _NO_PARTS
         elif type(parts) is list:
             light_content = LightContent([_light_part(part) for part in parts])
         else:
             raise _refuse("content.parts", parts, "a list")
-    actions = data.get("actions")
+    actions = get("actions")
     rewind = None
     if actions is not None:
         if type(actions) is not dict:
             raise _refuse("actions", actions, "an object")
-        rewind = _text_or_none(
-            _field(actions, "rewind_before_invocation_id", "rewindBeforeInvocationId"),
-            "actions.rewind_before_invocation_id",
-        )
-    held_open = _field(data, "long_running_tool_ids", "longRunningToolIds")
-    if held_open is not None and type(held_open) is not list:
+        rewind = actions.get("rewind_before_invocation_id")
+        if rewind is None:
+            rewind = actions.get("rewindBeforeInvocationId")
+        if not (rewind is None or type(rewind) is str):
+            raise _refuse("actions.rewind_before_invocation_id", rewind, "a string")
+    held_open = get("long_running_tool_ids")
+    if held_open is None:
+        held_open = get("longRunningToolIds")
+        if held_open is not None and type(held_open) is not list:
+            raise _refuse("long_running_tool_ids", held_open, "a list")
+    elif type(held_open) is not list:
         raise _refuse("long_running_tool_ids", held_open, "a list")
     if invocation_id is None:
-        stored = _field(data, "invocation_id", "invocationId")
-        invocation_id = _text_or_none(stored, "invocation_id")
+        invocation_id = get("invocation_id")
+        if invocation_id is None:
+            invocation_id = get("invocationId")
+        if not (invocation_id is None or type(invocation_id) is str):
+            raise _refuse("invocation_id", invocation_id, "a string")
+    author = get("author")
+    if not (author is None or type(author) is str):
+        raise _refuse("author", author, "a string")
     return LightEvent(
         light_content,
-        _text_or_none(data.get("author"), "author") or "",
+        author or "",
         invocation_id or "",
         set(held_open) if held_open else None,
         _NO_REWIND if rewind is None else LightActions(rewind),

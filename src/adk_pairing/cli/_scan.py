@@ -380,7 +380,7 @@ async def _scan_direct(
         hooks.on_total(total)
     now = time.time()
     items: AsyncIterator[StoredSession | UnreadableSession | ClearedSession] = reader.read(
-        window, options.batch_size, strict=options.strict
+        window, options.batch_size, strict=options.strict, concurrency=options.concurrency
     )
     async for item in items:
         if isinstance(item, ClearedSession):
