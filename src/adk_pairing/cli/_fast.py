@@ -237,14 +237,22 @@ def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
     author = get("author")
     if not (author is None or type(author) is str):
         raise _refuse("author", author, "a string")
+    branch = get("branch")
+    if not (branch is None or type(branch) is str):
+        raise _refuse("branch", branch, "a string")
+    scope = get("isolation_scope")
+    if scope is None:
+        scope = get("isolationScope")
+    if not (scope is None or type(scope) is str):
+        raise _refuse("isolation_scope", scope, "a string")
     return LightEvent(
         light_content,
         author or "",
         invocation_id or "",
         set(held_open) if held_open else None,
         _NO_REWIND if rewind is None else LightActions(rewind),
-        _text_or_none(data.get("branch"), "branch"),
-        _text_or_none(_field(data, "isolation_scope", "isolationScope"), "isolation_scope"),
+        branch,
+        scope,
     )
 
 
