@@ -257,6 +257,7 @@ class PairingLedger:
 
     __slots__ = (
         "_answered_ids",
+        "_answered_later",
         "_idless_open",
         "_last_call_event",
         "_newest_by_id",
@@ -264,6 +265,7 @@ class PairingLedger:
         "_open_by_id",
         "_previous_index",
         "_seen_call_ids",
+        "_to_confirm",
         "_track_repeated_ids",
         "_withheld",
         "calls",
@@ -302,6 +304,15 @@ class PairingLedger:
         self._previous_index = -1
         # The calls withheld while a response event is the last one.
         self._withheld: list[TrackedCall] | None = None
+        # Call event index -> (lowest and highest part index of its calls that
+        # later events answered, the index of the event that did, or -1 when
+        # that cannot take its placeholders, how many it answered), while the
+        # call event still has open calls: where its placeholders may go
+        # (`placement`).
+        self._answered_later: dict[int, tuple[int, int, int, int]] = {}
+        # The call event whose record `walk` confirms after the event that
+        # answered some of its calls (`_confirm_sole_answers`), or -1.
+        self._to_confirm = -1
         #: Whether the history walked so far is irregular (see the module
         #: docstring). Set only on branches a regular history never takes.
         self.irregular = False
@@ -419,7 +430,7 @@ class PairingLedger:
                         ):
                             self.irregular = True  # one id answered twice in one event
                         self._settle_every_call_with(
-                            response_id, settled, event.author, response.name
+                            response_id, settled, event.author, response.name, index
                         )
                         continue
                     # Only open calls are indexed, so a hit is always open.
@@ -442,9 +453,11 @@ class PairingLedger:
                     self.irregular = True
                 elif walks_back and call.name != (response.name or ""):
                     self.irregular = True  # older builders only: a result under another name
-                self._settle(call, settled)
+                self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
+            if self._to_confirm >= 0:
+                self._confirm_sole_answers(parts, index)
             if holding and not (
                 # ADK drops an event of orphan responses before looking for
                 # the last one, so it does not end the hazard.
@@ -489,26 +502,94 @@ class PairingLedger:
             else:
                 self._idless_open[name] = deque()
 
-    def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None) -> None:
+    def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None, by: int) -> None:
+        """Marks `call` answered by the event at index `by`."""
         call.answered = True
         if call.withheld:
             return  # already out of the view (see `_withhold_before_a_walk_back`)
-        slot = self._open[call.event_index]
+        event_index = call.event_index
+        slot = self._open[event_index]
         del slot[call.part_index]
         if not slot:
-            del self._open[call.event_index]
+            del self._open[event_index]
+            if self._answered_later:
+                self._answered_later.pop(event_index, None)
+        else:
+            part_index = call.part_index
+            known = self._answered_later.get(event_index)
+            if known is None:
+                # Only the event right after the call event can take its
+                # placeholders (`placement`).
+                after = by if by == event_index + 1 else -1
+                self._answered_later[event_index] = (part_index, part_index, after, 1)
+            else:
+                after = known[2] if known[2] == by else -1
+                self._answered_later[event_index] = (
+                    min(known[0], part_index),
+                    max(known[1], part_index),
+                    after,
+                    known[3] + 1,
+                )
+            if after >= 0:
+                self._to_confirm = event_index
         if settled is not None:
             settled.append(call)
 
+    def _confirm_sole_answers(self, parts: Sequence[Part], index: int) -> None:
+        """Keeps the event at `index` as a placement only if all its results answered one event."""
+        call_index, self._to_confirm = self._to_confirm, -1
+        known = self._answered_later.get(call_index)
+        if known is None or known[2] != index:
+            return
+        results = sum(part.function_response is not None for part in parts)
+        if results != known[3] or len(parts) != results:
+            self._answered_later[call_index] = (known[0], known[1], -1, known[3])
+
+    def placement(self, index: int) -> int | None:
+        """After which event the placeholders of call event `index` go; None if nowhere.
+
+        ADK's builder merges every response event of one call event into one,
+        in history order (``merge_function_response_events``, 2.13.0
+        ``flows/llm_flows/tools/_rearranger.py:29``; the same merge in every
+        supported release): the first event's results, then each later
+        event's new ones. The placeholders of one call event are one event,
+        in call order. When later events answered some of its calls, that
+        merge gives the answers in call order only if the open calls all come
+        before the answered ones (the placeholders go right after the call
+        event, as usual) or all after them. They go right after the event
+        that answered those only when it is the event right after the call
+        event and holds results for this call event alone (ADK's own shape:
+        an ordinary call's result before a long-running call's); past any
+        other event ADK's rearrangers would attribute or cut differently
+        (a result goes to the newest call before it with its id, and a
+        trailing result event cuts the history back to its call event).
+        Otherwise no one placement can: None.
+        """
+        known = self._answered_later.get(index)
+        if known is None:
+            return index
+        lowest_answered, highest_answered, last_answer, _ = known
+        open_parts = self._open[index]
+        if next(reversed(open_parts)) < lowest_answered:
+            return index
+        if highest_answered < next(iter(open_parts)) and last_answer >= 0:
+            return last_answer
+        return None
+
     def _settle_every_call_with(
-        self, call_id: str, settled: list[TrackedCall] | None, author: str, name: str | None
+        self,
+        call_id: str,
+        settled: list[TrackedCall] | None,
+        author: str,
+        name: str | None,
+        by: int,
     ) -> None:
         """ADK <= 2.6: a response with an id answers every call with that id, before or after."""
         self._answered_ids.add(call_id)
         for call in self._open_by_id.pop(call_id, ()):
             if (call.author != author and author != "user") or call.name != (name or ""):
                 self.irregular = True  # see `walk`
-            self._settle(call, settled)
+            self._settle(call, settled, by)
 
     def _withhold_before_a_walk_back(
         self, response_ids: set[str | None], settled: list[TrackedCall] | None
@@ -617,6 +698,8 @@ class PairingLedger:
             copy for copy in copies.values() if copy.withheld and not copy.answered
         )
         successor.irregular = self.irregular
+        successor._answered_later = dict(self._answered_later)
+        successor._to_confirm = self._to_confirm
         successor._answered_ids = set(self._answered_ids)
         successor._seen_call_ids = set(self._seen_call_ids)
         successor._last_call_event = self._last_call_event

@@ -82,6 +82,7 @@ from google.genai import types
 from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
 from .repair import PlaceholderTexts, placeholder_part
+from .wire import is_mixed
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -239,7 +240,7 @@ def _scan(
                     holds = False
                 if call is None:
                     continue
-                if part.text:
+                if is_mixed(part):
                     holds = False
                 call_id = call.id
                 if call_id:
@@ -274,7 +275,7 @@ def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -
             if response is not None:
                 return False
             continue
-        if response is None or part.text:
+        if response is None or is_mixed(part):
             return False
         call = awaiting[position]
         if (response.name or "") != (call.name or ""):
@@ -330,21 +331,15 @@ def _split_part(part: types.Part, is_model: bool) -> list[types.Part]:
     pieces: list[types.Part] = []
     if response is not None:
         pieces.append(types.Part(function_response=response))
-    if part.text and is_model:
+    sends_rest = bool(part.text) or (part.thought and part.thought_signature is not None)
+    if sends_rest and is_model:
         pieces.append(rest)
     if call is not None:
         # A Gemini thought signature belongs to the call it was issued with.
         pieces.append(types.Part(function_call=call, thought_signature=part.thought_signature))
-    if part.text and not is_model:
+    if sends_rest and not is_model:
         pieces.append(rest)
     return pieces
-
-
-def _is_mixed(part: types.Part) -> bool:
-    call, response = part.function_call, part.function_response
-    if call is None and response is None:
-        return False
-    return bool(part.text) or (call is not None and response is not None)
 
 
 def _prepare_turns(
@@ -362,7 +357,7 @@ def _prepare_turns(
         cleaned: list[types.Part] | None = None
         for position, part in enumerate(parts):
             pieces: list[types.Part] | None = None
-            if _is_mixed(part):
+            if is_mixed(part):
                 call = part.function_call or part.function_response
                 repairs.append(
                     ContentRepair(ContentRule.SPLIT_PART, _call_key(call.id, call.name))  # type: ignore[union-attr]

@@ -57,11 +57,14 @@ import contextlib
 import contextvars
 import inspect
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 
 from google.adk.events.event import Event
 from google.genai import types
+
+from .checks import gemini_violations
 
 #: Roles ADK's Anthropic converter sends as the assistant; every other is the user.
 _MODEL_ROLES = frozenset({"model", "assistant"})
@@ -118,16 +121,30 @@ def _agents(events: Sequence[Event]) -> list[str]:
     return list(dict.fromkeys(e.author for e in events if e.author and e.author != "user"))
 
 
-def _passes(build: Builder, events: Sequence[Event], agent: str) -> bool:
-    """Whether ADK's request for `agent` from `events` pairs; False when the builder raises."""
+def _verdicts(build: Builder, events: Sequence[Event], agent: str) -> tuple[bool, ...] | None:
+    """Which rules ADK's request for `agent` from `events` keeps; None when the builder raises.
+
+    Anthropic's rule (`anthropic_holds`), Gemini's (call order and counts,
+    `adk_pairing.checks.gemini_violations`, which reads the contents as sent)
+    and OpenAI's (`openai_holds`).
+    """
     try:
-        return pairing_holds(build(list(events), agent))
+        contents = build(list(events), agent)
     except Exception:
+        return None
+    return anthropic_holds(contents), not gemini_violations(contents), openai_holds(contents)
+
+
+def _worse(view: tuple[bool, ...] | None, stored: tuple[bool, ...] | None) -> bool:
+    if stored is None:
         return False
+    if view is None:
+        return True
+    return any(kept and not still for kept, still in zip(stored, view, strict=True))
 
 
 def view_never_worse(stored: Sequence[Event], view: Sequence[Event]) -> bool:
-    """Whether every agent's request from `view` pairs wherever the one from `stored` does.
+    """Whether every agent's request from `view` keeps every rule the one from `stored` keeps.
 
     Builds each request with the installed ADK's own builder (see the module
     docstring); O(history) per agent, so it is meant for irregular histories.
@@ -138,8 +155,48 @@ def view_never_worse(stored: Sequence[Event], view: Sequence[Event]) -> bool:
         return False
     with _quiet_builder():
         for agent in _agents(view):
-            if not _passes(build, view, agent) and _passes(build, stored, agent):
+            if _worse(_verdicts(build, view, agent), _verdicts(build, stored, agent)):
                 return False
+    return True
+
+
+def anthropic_holds(contents: Sequence[types.Content]) -> bool:
+    """Anthropic's rule on `contents`: ADK's real converter when installed, else `pairing_holds`.
+
+    The ``anthropic`` package is an optional extra, and ADK's converter needs
+    it; without it the rule is `pairing_holds` on the contents, with the ids
+    ADK's converter would send (`unique_call_ids_on_the_wire`).
+    """
+    if _anthropic_installed():
+        from .checks import anthropic_violations
+
+        return not anthropic_violations(contents)
+    return pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
+
+
+def openai_holds(contents: Sequence[types.Content]) -> bool:
+    """OpenAI's rule on ADK's LiteLlm conversion of `contents`, once the app imported litellm.
+
+    Only an app that sends through ``LiteLlm`` has imported ``litellm``; for
+    any other the rule does not apply, and importing litellm here would cost
+    seconds on the request path. True when it does not apply.
+    """
+    if "litellm" not in sys.modules:
+        return True
+    from .checks import openai_chat_violations
+
+    try:
+        return not openai_chat_violations(contents)
+    except Exception:  # the conversion itself failed: nothing to compare
+        return True
+
+
+@cache
+def _anthropic_installed() -> bool:
+    try:
+        import google.adk.models.anthropic_llm  # noqa: F401
+    except ImportError:
+        return False
     return True
 
 
@@ -235,4 +292,26 @@ def pairing_holds(contents: Sequence[types.Content]) -> bool:
             )
             if any(kind == _RESULT and ident not in allowed for kind, ident in blocks):
                 return False
+    return True
+
+
+def unique_call_ids_on_the_wire(contents: Sequence[types.Content]) -> bool:
+    """Whether no two calls ADK's Anthropic converter sends share a ``tool_use`` id.
+
+    The converter keeps ids of ``[a-zA-Z0-9_-]+`` and maps every other id to a
+    fallback of its own, one per distinct id, so two calls sharing an id share
+    it on the wire whatever its characters; id-less calls are paired by
+    position (`pairing_holds`), not by id.
+    """
+    seen: set[str] = set()
+    for content in contents:
+        if content.role not in _MODEL_ROLES:
+            continue
+        for part in content.parts or ():
+            call = part.function_call
+            if call is None or not call.id or _block(part) != _CALL:
+                continue
+            if call.id in seen:
+                return False
+            seen.add(call.id)
     return True

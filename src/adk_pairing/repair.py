@@ -23,6 +23,7 @@ otherwise the stored events are returned as they are (`RepairedHistory.unproven`
 
 from __future__ import annotations
 
+import enum
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -205,14 +206,23 @@ class RepairedSlot:
         "_parts",
         "_pending",
         "_synthetic_id",
+        "anchor",
         "call_event",
         "synthetic",
     )
 
     def __init__(
-        self, call_event: Event, open_calls: Iterable[TrackedCall], texts: PlaceholderTexts
+        self,
+        call_event: Event,
+        open_calls: Iterable[TrackedCall],
+        texts: PlaceholderTexts,
+        anchor: int | None,
     ) -> None:
         self.call_event = call_event
+        #: The stored index of the event the synthetic event follows: the call
+        #: event's own, unless `PairingLedger.placement` named a later one.
+        #: None when no placement gives call order: it follows the call event.
+        self.anchor = anchor
         #: The synthetic event `render` built last: the one a view now holds.
         self.synthetic: Event | None = None
         self._synthetic_id = synthetic_event_id(call_event)
@@ -290,16 +300,34 @@ class RepairedSlot:
         return _clone(_EMPTY_EVENT, fields)
 
 
+class Fallback(enum.StrEnum):
+    """Why a view serves the stored events as they are."""
+
+    #: An irregular history whose placeholders ADK's builder would misplace
+    #: (`adk_pairing.proof`).
+    UNPROVEN = "unproven"
+    #: A call event whose open calls sit between calls later events answered:
+    #: no placement of its placeholders gives the answers in call order
+    #: (`PairingLedger.placement`), and ADK's builder keeps the stored
+    #: request in order (`adk_pairing.proof`).
+    ANSWERS_OUT_OF_ORDER = "answers_out_of_order"
+
+
 @dataclass(slots=True)
 class RepairedHistory:
     """A repaired event list and the repair of each call event in it."""
 
     events: list[Event]
-    #: Stored-event index -> the repair placed at it, in index order.
+    #: Stored-event index -> the repair of the call event there, in index order.
     slots: dict[int, RepairedSlot]
-    #: True when the history is irregular and the repair could make ADK's
-    #: request worse (`adk_pairing.proof`): `events` are the stored ones.
-    unproven: bool = False
+    #: Why `events` are the stored ones although some calls are unanswered
+    #: (the repair could make ADK's request worse); None when repaired.
+    fallback: Fallback | None = None
+
+    @property
+    def unproven(self) -> bool:
+        """True when the view serves the stored events (see `fallback`)."""
+        return self.fallback is not None
 
 
 def repair_history(
@@ -309,31 +337,51 @@ def repair_history(
 
     Healthy events are the very objects passed in; only events with unanswered
     calls are replaced, by annotated copies. `ledger` must have been built
-    over exactly `events`. An irregular history whose repair `view_never_worse`
-    rejects comes back as stored, marked `unproven`.
+    over exactly `events`. A view `view_never_worse` rejects comes back as
+    stored, with the reason (`RepairedHistory.fallback`): it checks an
+    irregular history, and one with a call event whose placeholders no
+    placement puts in call order (`PairingLedger.placement`).
     """
     repaired = place_repairs(events, ledger, texts)
-    if repaired.slots and ledger.irregular and not view_never_worse(events, repaired.events):
-        return RepairedHistory(list(events), {}, unproven=True)
+    if not repaired.slots:
+        return repaired
+    out_of_order = any(slot.anchor is None for slot in repaired.slots.values())
+    if (ledger.irregular or out_of_order) and not view_never_worse(events, repaired.events):
+        fallback = Fallback.UNPROVEN if ledger.irregular else Fallback.ANSWERS_OUT_OF_ORDER
+        return RepairedHistory(list(events), {}, fallback)
     return repaired
 
 
 def place_repairs(
     events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
 ) -> RepairedHistory:
-    """`repair_history` without the proof: a synthetic result after every unanswered call."""
+    """`repair_history` without the check: a synthetic result for every unanswered call.
+
+    Each call event's synthetic event goes right after it, or after the
+    later event `PairingLedger.placement` names. Where no placement gives
+    call order, it goes right after the call event (its slot's `anchor` is
+    None), and `repair_history` checks the view.
+    """
     open_calls = ledger.open_calls
     if not open_calls:
         return RepairedHistory(list(events), {})
-    result: list[Event] = []
     slots: dict[int, RepairedSlot] = {}
+    after: dict[int, list[RepairedSlot]] = {}
+    for index in sorted(open_calls):
+        anchor = ledger.placement(index)
+        slot = slots[index] = RepairedSlot(events[index], open_calls[index], texts, anchor)
+        after.setdefault(index if anchor is None else anchor, []).append(slot)
+    result: list[Event] = []
     start = 0
     # Copy the runs of healthy events between repaired ones as slices: a
     # Python loop over every event cost more than the repairs themselves.
-    for index in sorted(open_calls):
+    for index in sorted(slots.keys() | after.keys()):
         result.extend(events[start:index])
-        slot = slots[index] = RepairedSlot(events[index], open_calls[index], texts)
-        result.extend(slot.render())
+        slot = slots.get(index)
+        result.append(events[index] if slot is None else slot.annotated_call_event())
+        for placed in after.get(index, ()):
+            placed.synthetic = placed.synthetic_event()
+            result.append(placed.synthetic)
         start = index + 1
     result.extend(events[start:])
     return RepairedHistory(result, slots)

@@ -60,7 +60,7 @@ from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionK
 from .factory import PAIRING_PREFIX, create_inner_session_service, is_pairing_uri, mask_uri
 from .metrics import live_metrics
 from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
-from .repair import PlaceholderTexts, repair_history
+from .repair import Fallback, PlaceholderTexts, repair_history
 from .view import PairedSession, mirror_fields, paired_view, view_state_of
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
@@ -338,10 +338,10 @@ class PairingSessionService(BaseSessionService):
             view = paired_view(stored, ledger, repaired, self._texts)
             if log_missing:
                 metrics = live_metrics()
-                if repaired.unproven:
-                    _log_unproven(stored)
+                if repaired.fallback is not None:
+                    _log_unproven(stored, repaired.fallback)
                     if metrics:
-                        metrics.count_fallback(stored.app_name, "unproven")
+                        metrics.count_fallback(stored.app_name, "unproven", repaired.fallback.value)
                 else:
                     self._log_missing(stored, ledger)
                     if metrics and ledger.open_calls:
@@ -386,16 +386,28 @@ class PairingSessionService(BaseSessionService):
                     )
 
 
-def _log_unproven(stored: Session) -> None:
-    if _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
-        logger.warning(
-            "Session %s has unanswered function calls in a history ADK's request builder "
-            "rearranges by call id (a reused or repeated id, text and a call in one part, or "
-            "a result nothing waits for), and placeholders there could make the request "
-            "worse; the view serves its events as stored. Add PairingPlugin to the runner "
-            "to answer the calls in the request itself.",
-            _session_key(stored),
+def _log_unproven(stored: Session, fallback: Fallback) -> None:
+    if not _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
+        return
+    if fallback is Fallback.ANSWERS_OUT_OF_ORDER:
+        why = (
+            "a parallel call event some of whose calls later events answered, with open "
+            "calls between them, so no placement of placeholders keeps the answers in call "
+            "order"
         )
+    else:
+        why = (
+            "a history ADK's request builder rearranges by call id (a reused or repeated "
+            "id, text and a call in one part, or a result nothing waits for)"
+        )
+    logger.warning(
+        "Session %s has unanswered function calls in %s, and placeholders there would "
+        "make the request worse; the view serves its events as stored (shape=%s). Add "
+        "PairingPlugin to the runner to answer the calls in the request itself.",
+        _session_key(stored),
+        why,
+        fallback.value,
+    )
 
 
 #: Marks a state key that did not exist before an append.

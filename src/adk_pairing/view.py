@@ -55,7 +55,7 @@ HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("inner", "ledger", "slot_order", "slots", "texts")
+    __slots__ = ("checked", "inner", "ledger", "slot_order", "slots", "texts")
 
     def __init__(
         self, inner: Session, ledger: PairingLedger | None, texts: PlaceholderTexts
@@ -70,10 +70,18 @@ class ViewState:
         # The keys of `slots`, sorted: how many synthetic events precede a
         # stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
+        #: The view was checked whole against ADK's builder, or serves the
+        #: stored events after that check (`adk_pairing.repair.repair_history`):
+        #: the verdict depends on the whole history, so each append repairs
+        #: the view again.
+        self.checked = False
 
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
+        self.checked = repaired.unproven or any(
+            slot.anchor is None for slot in repaired.slots.values()
+        )
 
     def catch_up(self, view: PairedSession, stored_before: int) -> None:
         """Brings `view` up to date with the inner session, which held `stored_before` events."""
@@ -89,7 +97,7 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
-            if ledger.withholding or (ledger.irregular and ledger.open_calls):
+            if ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls):
                 # The next event with parts releases the withheld calls (ADK
                 # <= 2.10, see `PairingLedger`), and `observe` does not report
                 # that release; an irregular history's placeholders hold only
@@ -106,8 +114,17 @@ class ViewState:
             if settled:
                 touched: dict[int, None] = {}
                 for call in settled:
-                    self.slots[call.event_index].settle(call.part_index)
-                    touched[call.event_index] = None
+                    call_index = call.event_index
+                    if (
+                        self.slots[call_index].anchor != call_index
+                        or ledger.placement(call_index) != call_index
+                    ):
+                        # Its placeholders sit, or must now sit, after a later
+                        # event than the call (`PairingLedger.placement`).
+                        self.rebuild(view)
+                        return
+                    self.slots[call_index].settle(call.part_index)
+                    touched[call_index] = None
                 for call_index in touched:
                     self._refresh_slot(view, call_index)
             if opened is not None:
@@ -133,7 +150,7 @@ class ViewState:
     def _open_slot(self, view: PairedSession, index: int) -> None:
         """Repairs the call event just appended at stored `index` (the view's last event)."""
         calls = self.ledger.open_calls[index]  # all of a new event's calls are open
-        slot = RepairedSlot(self.inner.events[index], calls, self.texts)
+        slot = RepairedSlot(self.inner.events[index], calls, self.texts, index)
         view.events[-1], synthetic = slot.render()
         view.events.append(synthetic)
         self.slots[index] = slot
@@ -182,7 +199,7 @@ def paired_view(
         last_update_time=stored.last_update_time,
     )
     view_state = ViewState(stored, ledger, texts)
-    if repaired.slots:
+    if repaired.slots or repaired.unproven:
         view_state.index_slots(repaired)
     view._pairing = view_state
     mirror_fields(view, stored)

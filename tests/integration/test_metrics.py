@@ -245,7 +245,8 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
     warnings = [r for r in caplog.records if r.name == "adk_pairing"]
     assert len(warnings) == 1 and "PairingPlugin" in warnings[0].getMessage()
     assert "s1" in warnings[0].getMessage()
+    assert "shape=unproven" in warnings[0].getMessage()
     assert totals(reader, metrics.REPAIR_FALLBACKS) == {
-        (("app", "shop"), ("operation", "unproven")): 2
+        (("app", "shop"), ("operation", "unproven"), ("shape", "unproven")): 2
     }
     assert metrics.PLACEHOLDERS not in points(reader)

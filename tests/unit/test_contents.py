@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+import pytest
+from google.adk.version import __version__ as adk_version
 from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +28,7 @@ from adk_pairing.contents import (
     repair_contents,
     satisfies_pairing_rules,
 )
+from adk_pairing.wire import converter_sends_signed_thoughts
 
 # -- building contents --------------------------------------------------------
 
@@ -333,6 +336,29 @@ def test_text_and_call_in_one_part_are_split_so_the_call_survives_conversion() -
     assert anthropic_pairing_violations(contents)  # ADK's converter drops the call
     repaired = repair_contents(contents)
     assert shape(repaired.contents)[1] == ("model", ["Let me check.", "C:c1"])
+    assert anthropic_pairing_violations(repaired.contents) == []
+
+
+@pytest.mark.skipif(
+    not converter_sends_signed_thoughts(),
+    reason=f"google-adk {adk_version}'s Anthropic converter sends no thinking (1.20.0 and older)",
+)
+def test_thought_part_with_a_signature_and_a_call_is_split_so_the_call_survives() -> None:
+    """ADK's Anthropic converter sends such a part as redacted thinking and drops the call."""
+    thought_call = types.Part(
+        function_call=types.FunctionCall(id="c1", name="lookup", args={}),
+        thought=True,
+        thought_signature=b"c2lnbmF0dXJl",
+    )
+    contents = [user(say("hi")), model(thought_call), user(result("c1"))]
+    assert anthropic_pairing_violations(contents)  # the result answers no tool_use
+    repaired = repair_contents(contents)
+    assert [r.rule for r in repaired.repairs] == [ContentRule.SPLIT_PART]
+    model_parts = repaired.contents[1].parts
+    assert [(p.thought, p.function_call is not None) for p in model_parts] == [
+        (True, False),
+        (None, True),
+    ]
     assert anthropic_pairing_violations(repaired.contents) == []
 
 

@@ -16,8 +16,13 @@ from google.adk.events.event import Event
 
 from adk_pairing import is_synthetic
 from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.proof import pairing_holds, view_never_worse
+from adk_pairing.checks import anthropic_pairing_violations, anthropic_violations
+from adk_pairing.proof import (
+    anthropic_holds,
+    pairing_holds,
+    unique_call_ids_on_the_wire,
+    view_never_worse,
+)
 from adk_pairing.repair import PlaceholderTexts, place_repairs, repair_history
 from tests.reliability.histories import HistoryGenerator, describe
 
@@ -28,7 +33,7 @@ TEXTS = PlaceholderTexts()
 
 
 def _valid(events: list[Event], agent: str = AGENT) -> bool | None:
-    """Anthropic's verdict on ADK's request for `agent` (real converter); None if ADK raised."""
+    """Anthropic's whole rule on ADK's request for `agent` (real converter); None if ADK raised."""
     from google.adk.flows.llm_flows.contents import _get_contents
 
     try:
@@ -39,7 +44,7 @@ def _valid(events: list[Event], agent: str = AGENT) -> bool | None:
         )
     except Exception:
         return None
-    return not anthropic_pairing_violations(contents)
+    return not anthropic_violations(contents)
 
 
 def _placed(events: list[Event]) -> list[Event]:
@@ -48,18 +53,19 @@ def _placed(events: list[Event]) -> list[Event]:
 
 
 def _idless_results_after_a_placeholder() -> list[Event]:
-    """Two id-less calls, and one event answering the first of them twice.
+    """Two id-less calls, and one event answering the second of them twice.
 
     The stored request pairs by position (two id-less calls, two id-less
-    results). A placeholder for the second call would be a result event of its
-    own, and ADK merges a call event's result events keyed by result id
-    (``merge_function_response_events``, on every release from 1.20 to 2.13):
-    the three id-less results share the key ``None`` and collapse into one.
+    results). A placeholder for the first call would be a result event of its
+    own, right after the call event, and ADK merges a call event's result
+    events keyed by result id (``merge_function_response_events``, on every
+    release from 1.20 to 2.13): the three id-less results share the key
+    ``None`` and collapse into one.
     """
     return [
         user_text(),
         model_event([call(None, "lookup"), call(None, "fetch")]),
-        response_event([response(None, "lookup"), response(None, "lookup")]),
+        response_event([response(None, "fetch"), response(None, "fetch")]),
     ]
 
 
@@ -197,6 +203,40 @@ def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None
             compared += 1
             failing += not expected
     assert compared > 600 and failing > 20  # both verdicts are exercised
+
+
+def test_the_id_rule_without_the_converter_agrees_with_adks_real_converter() -> None:
+    """What the check applies when ``anthropic`` is not installed, against ADK's converter."""
+    generator = HistoryGenerator(11)
+    compared = duplicated = 0
+    for _ in range(400):
+        events = generator.history()
+        for history in (events, _placed(events)):
+            try:
+                contents = adk_request_contents(history)
+            except Exception:
+                continue
+            expected = not anthropic_violations(contents)
+            fallback = pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
+            assert fallback == expected, describe(history)
+            assert anthropic_holds(contents) == expected
+            compared += 1
+            duplicated += not unique_call_ids_on_the_wire(contents)
+    assert compared > 600 and duplicated > 5  # both verdicts are exercised
+
+
+def test_two_calls_sharing_a_non_ascii_id_are_one_tool_use_id_twice_on_the_wire() -> None:
+    """ADK's Anthropic converter maps both ids to one fallback id: Anthropic refuses it."""
+    shared = "réf 1"
+    events = [
+        user_text(),
+        model_event([call(shared), call(shared)]),
+        response_event([response(shared), response(shared)]),
+    ]
+    contents = adk_request_contents(events)
+    assert pairing_holds(contents)  # every tool_use is answered...
+    assert not unique_call_ids_on_the_wire(contents)  # ...but one id is used twice
+    assert not anthropic_holds(contents)
 
 
 def test_proving_adds_nothing_to_adks_logs_and_leaves_them_on_otherwise(

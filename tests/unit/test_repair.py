@@ -6,9 +6,10 @@ import pytest
 from google.adk.events.event import Event
 
 from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repair, repaired_events
-from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.checks import anthropic_pairing_violations, gemini_violations, request_violations
 from adk_pairing.repair import _direct_clone, synthetic_event_id
 from tests.adk_features import requires
+from tests.adk_request import build_request_contents
 
 from .events import AGENT, call, model_event, response, response_event, user_text
 
@@ -32,16 +33,40 @@ def test_healthy_history_is_returned_as_the_same_event_objects() -> None:
 
 def test_synthetic_result_follows_the_call_event_and_answers_every_open_call_in_order() -> None:
     call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
-    events = [user_text(), call_event, response_event([response("c2", "other")]), user_text("x")]
+    events = [user_text(), call_event, response_event([response("c3")]), user_text("x")]
     repaired = repaired_events(events)
     assert len(repaired) == len(events) + 1
     synthetic = repaired[2]
     assert is_synthetic(synthetic)
     assert [(r.id, r.name) for r in synthetic.get_function_responses()] == [
         ("c1", "lookup"),
-        ("c3", "lookup"),
+        ("c2", "other"),
     ]
     assert repaired[3] is events[2]
+
+
+def test_placeholders_follow_the_later_result_of_an_earlier_call_of_their_event() -> None:
+    """ADK merges a call event's result events in history order: [c1's result, placeholders]."""
+    call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
+    events = [user_text(), call_event, response_event([response("c1")]), user_text("x")]
+    repaired = repaired_events(events)
+    assert repaired[2] is events[2]
+    synthetic = repaired[3]
+    assert is_synthetic(synthetic)
+    assert [r.id for r in synthetic.get_function_responses()] == ["c2", "c3"]
+    contents = build_request_contents(repaired)
+    assert [p.function_response.id for p in contents[2].parts] == ["c1", "c2", "c3"]
+    assert not gemini_violations(contents)
+
+
+def test_open_calls_between_answered_ones_never_make_the_request_worse() -> None:
+    """No one placement gives call order: the view is checked against ADK's builder."""
+    call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
+    events = [user_text(), call_event, response_event([response("c2", "other")]), user_text("x")]
+    stored = request_violations(build_request_contents(events))
+    view = request_violations(build_request_contents(repaired_events(events)))
+    for rule in ("anthropic", "openai_chat", "gemini"):
+        assert view[rule] == [] or stored[rule] != [], rule
 
 
 def test_synthetic_event_is_authored_by_the_calling_agent_never_user() -> None:

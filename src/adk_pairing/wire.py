@@ -1,0 +1,252 @@
+"""The wire rules: what ADK's converters send, and who answers whom, each stated once.
+
+Every other module of adk-pairing imports these rules and restates none of
+them: the ledger (`adk_pairing.analysis`), the view, the request pass
+(`adk_pairing.contents`), the view's check against ADK's builder
+(`adk_pairing.proof`), the provider checks (`adk_pairing.checks`) and the
+plugin. This module is pure and imports nothing of ours.
+
+The rules:
+
+* **Model roles** (`MODEL_ROLES`): ``model`` and ``assistant`` go out as the
+  assistant in both converters (Anthropic, LiteLlm); every other role,
+  ``None`` included, is the user's side.
+* **What a part is sent as** (`anthropic_block`): ADK's Anthropic converter
+  (``_part_to_message_block``: 2.13.0 ``models/anthropic_llm.py:523-560``,
+  2.6.2 :304-323, 1.20.0 :76-130) tries thinking (``thought`` with text or a
+  signature), then text, then ``function_call``, then ``function_response``;
+  the first match wins and the rest of the part is dropped. So a part holding
+  a call beside text or a signed thought is not a call on the wire
+  (`never_sent_as_a_call`); only a malformed part holds both.
+* **Who answers an id-less call**, twice over because two of ADK's stages
+  pair them differently:
+
+  - ADK's request builder (the view's rule, coded in
+    `adk_pairing.analysis.PairingLedger`): an id-less result belongs to the
+    newest preceding event with an id-less call of its name, whose calls it
+    takes in order;
+  - on the wire (`IdlessCalls`): an id-less result answers an unanswered
+    id-less call of the model turn right before it, the same name first,
+    else the oldest; this is how a provider pairs by position, and what the
+    checks and the view's check read.
+
+* **Held open** (`HELD_OPEN_CALL_NAMES`, `is_held_open`,
+  `held_open_call_ids`): ADK answers a call only when a person or client
+  does when it is a confirmation, credential or input request (by name), or
+  when the newest event that calls its id lists it in
+  ``long_running_tool_ids``.
+* **Call keys** (`call_key`): a call's id, or its function name when the
+  model gave it none.
+* **What each converter does to call ids**: ADK's Anthropic converter keeps
+  ids of ``[a-zA-Z0-9_-]+`` and maps every other non-empty id to a fallback
+  of its own, one per distinct id (``_ToolUseIdSanitizer``, 1.39.1 and
+  later; 2.13.0 ``models/anthropic_llm.py:467-520``), so two calls sharing
+  such an id share one ``tool_use`` id on the wire (`anthropic_keeps_id`,
+  `ANTHROPIC_ID`); ADK 1.20's builder strips its own ``adk-`` ids from every
+  request (``flows/llm_flows/contents.py``, via
+  ``remove_client_function_call_id``, 1.20.0 ``functions.py:68``;
+  `ADK_OWN_ID_PREFIX`); models that pair by id get ids kept
+  (`pairs_calls_by_id`).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from google.genai import types
+
+if TYPE_CHECKING:
+    from google.adk.events.event import Event
+
+#: Roles both ADK converters send as the assistant; every other role is the user's.
+MODEL_ROLES = frozenset({"model", "assistant"})
+
+#: Calls ADK answers only when a person (or client) does: confirmations,
+#: credential requests and ask-user/request-input prompts.
+HELD_OPEN_CALL_NAMES = frozenset(
+    {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
+)
+
+#: Tool ids the Messages API accepts; ADK's sanitizer keeps exactly these.
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+#: How the ids ADK gives calls itself start (``generate_client_function_call_id``).
+ADK_OWN_ID_PREFIX = "adk-"
+
+#: Model classes that pair tool calls with their results by id, by module and
+#: name (the list of ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, 2.12.0+).
+ID_PAIRING_MODELS = (
+    ("google.adk.models.anthropic_llm", "AnthropicLlm"),
+    ("google.adk.models.lite_llm", "LiteLlm"),
+    ("google.adk.integrations.openai._openai_responses_llm", "OpenAIResponsesLlm"),
+)
+
+
+def is_model_role(role: str | None) -> bool:
+    """Whether a content of `role` goes out as the assistant."""
+    return role in MODEL_ROLES
+
+
+class Block(enum.Enum):
+    """What ADK's Anthropic converter makes of one part."""
+
+    #: Thinking, redacted thinking or text: sent, but not as a call or result.
+    OTHER = "other"
+    CALL = "call"
+    RESULT = "result"
+    #: Empty text: not sent at all.
+    NOTHING = "nothing"
+
+
+def anthropic_block(part: types.Part) -> Block:
+    """What ADK's Anthropic converter sends `part` as (module docstring)."""
+    if part.thought and (part.text or part.thought_signature):
+        return Block.OTHER
+    if part.text:
+        return Block.OTHER
+    if part.function_call is not None:
+        return Block.CALL
+    if part.function_response is not None:
+        return Block.RESULT
+    if part.text == "" and not part.thought_signature:
+        return Block.NOTHING
+    return Block.OTHER
+
+
+def never_sent_as_a_call(part: types.Part) -> bool:
+    """Whether the converter sends `part` as something it tries before a call or result.
+
+    Only a malformed part holds a call or a result beside text or a signed
+    thought; the converter then sends the text or thinking and drops the rest.
+    """
+    return bool(part.text or (part.thought and part.thought_signature))
+
+
+@functools.cache
+def converter_sends_signed_thoughts() -> bool:
+    """Whether the installed ADK's Anthropic converter sends a signed thought as thinking.
+
+    From 1.39.1 it does (2.13.0 ``models/anthropic_llm.py:536``); 1.20.0's
+    ``part_to_message_block`` has no thinking at all (:88): it sends such a
+    part's call as a call, and raises ``NotImplementedError`` on a signed
+    thought with nothing else. Probed once by converting one part; without
+    the ``anthropic`` package the newest converter is assumed.
+    """
+    try:
+        from google.adk.models import anthropic_llm
+
+        block = anthropic_llm.part_to_message_block(
+            types.Part(
+                thought=True,
+                thought_signature=b"cHJvYmU=",
+                function_call=types.FunctionCall(name="probe", args={}),
+            )
+        )
+    except Exception:  # no anthropic package, or a reshaped converter: the newest
+        return True
+    kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+    return kind != "tool_use"
+
+
+def is_mixed(part: types.Part) -> bool:
+    """Whether `part` holds a call or a result that the converter would drop from it.
+
+    That is: beside text, beside a signed thought where the converter sends
+    that as thinking (`converter_sends_signed_thoughts`), or a call beside a
+    result (the call wins).
+    """
+    call, response = part.function_call, part.function_response
+    if call is None and response is None:
+        return False
+    if call is not None and response is not None:
+        return True
+    if part.text:
+        return True
+    return bool(part.thought and part.thought_signature) and converter_sends_signed_thoughts()
+
+
+def call_key(call_id: str | None, name: str | None) -> str:
+    """A call's id, or its function name when it has none."""
+    return call_id or name or ""
+
+
+def is_held_open(name: str, call_id: str | None, long_running_ids: Iterable[str]) -> bool:
+    """Whether ADK holds a call open on purpose (module docstring)."""
+    return name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in long_running_ids)
+
+
+def held_open_call_ids(events: Iterable[Event]) -> set[str]:
+    """The call ids ADK holds open, decided per call as the view decides them.
+
+    An id is held open when the *newest* event that calls it lists it in its
+    ``long_running_tool_ids`` (``long_running_tool_ids`` lives on the event and
+    does not survive ADK's conversion to contents, so it is read from the
+    session). Model ids such as ``call_1`` repeat across turns: an id once held
+    open and later reused by an ordinary call that was lost is not held open,
+    as in `adk_pairing.analysis` (which attributes a response to the newest
+    call with its id).
+    """
+    newest_is_held: dict[str, bool] = {}
+    for event in events:
+        content = event.content
+        if content is None or not content.parts:
+            continue
+        held = event.long_running_tool_ids or ()
+        for part in content.parts:
+            call = part.function_call
+            if call is not None and call.id:
+                newest_is_held[call.id] = call.id in held
+    return {call_id for call_id, is_held in newest_is_held.items() if is_held}
+
+
+def anthropic_keeps_id(call_id: str) -> bool:
+    """Whether ADK's Anthropic converter sends `call_id` as it is (else: a fallback id)."""
+    return ANTHROPIC_ID.fullmatch(call_id) is not None
+
+
+def pairs_calls_by_id(model: object) -> bool:
+    """Whether `model` (a ``BaseLlm``) sends calls and results paired by id.
+
+    A model can only be an instance of a class whose module is imported, so
+    each class is looked up in ``sys.modules``: nothing is imported here.
+    """
+    for module_name, class_name in ID_PAIRING_MODELS:
+        model_class = getattr(sys.modules.get(module_name), class_name, None)
+        if isinstance(model_class, type) and isinstance(model, model_class):
+            return True
+    return False
+
+
+class IdlessCalls:
+    """The id-less calls of the model turn before a user turn, as the wire pairs them.
+
+    `open` each id-less call of a model turn in order (`start_turn` when a
+    new model turn follows a user one); `answer` gives an id-less result the
+    call it answers: the oldest open one of its name, else the oldest.
+    """
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: list[tuple[str, str]] = []
+
+    def start_turn(self) -> None:
+        self._open = []
+
+    def open(self, name: str | None, ident: str) -> None:
+        self._open.append((name or "", ident))
+
+    def answer(self, name: str | None) -> str | None:
+        """The ident of the call an id-less result of `name` answers, or None."""
+        wanted = name or ""
+        match = next((c for c in self._open if c[0] == wanted), None)
+        match = match or (self._open[0] if self._open else None)
+        if match is None:
+            return None
+        self._open.remove(match)
+        return match[1]
