@@ -29,12 +29,11 @@ builds a model request:
   (``sessions/_rewind_utils.py``, ``runners.py`` before 2.9); a rewind with
   content is malformed, but one rule for all events is what keeps every path
   that builds a view (append, fresh read, cached read) on the same view.
-* An unanswered call is *pending* when ADK holds it open on purpose (its id is
-  in the event's ``long_running_tool_ids``, or it is a confirmation,
-  credential or input request) and *missing* otherwise.
-* A call sharing its `Part` with text is not a call on the wire: ADK's
-  Anthropic converter sends the text and drops the call (`never_sent_as_a_call`),
-  so a placeholder for it would be an orphan ``tool_result``. Malformed input.
+* An unanswered call is *pending* when ADK holds it open on purpose
+  (`adk_pairing.wire.is_held_open`) and *missing* otherwise.
+* A call sharing its `Part` with text (or a signed thought) is not a call on
+  the wire (`adk_pairing.wire.never_sent_as_a_call`), so a placeholder for it
+  would be an orphan ``tool_result``. Malformed input.
 
 Older request builders pair reused ids differently, and the view must never
 make their request worse than the stored history's. Two traits, detected by
@@ -94,12 +93,7 @@ from google.adk.events.event import Event
 from google.genai.types import FunctionCall, Part
 
 from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
-
-#: Calls ADK answers only when a person (or client) does: confirmations,
-#: credential requests and ask-user/request-input prompts.
-HELD_OPEN_CALL_NAMES = frozenset(
-    {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
-)
+from .wire import call_key, is_held_open, never_sent_as_a_call
 
 
 class CallStatus(enum.StrEnum):
@@ -134,18 +128,7 @@ class TrackedCall:
     @property
     def key(self) -> str:
         """The call's id, or its function name when the model gave it no id."""
-        return self.call_id or self.name
-
-
-def never_sent_as_a_call(part: Part) -> bool:
-    """Whether ADK's Anthropic converter sends `part` as something other than its call.
-
-    ``part_to_message_block`` (``models/anthropic_llm.py``: 1.20.0:88,
-    2.6.2:304-323, 2.13.0:527-545) tries thinking (``thought`` with text or a
-    signature), then text, and only then ``function_call``; the first match
-    wins and the rest of the part is dropped. Only a malformed part holds both.
-    """
-    return bool(part.text or (part.thought and part.thought_signature))
+        return call_key(self.call_id, self.name)
 
 
 def live_event_mask(events: Sequence[Event]) -> list[bool]:
@@ -188,10 +171,6 @@ def is_rewind(event: Event) -> bool:
     """
     actions = event.actions
     return bool(actions is not None and actions.rewind_before_invocation_id)
-
-
-#: The same check as `is_rewind` (the name earlier releases used).
-has_rewind = is_rewind
 
 
 class Observation(NamedTuple):
@@ -445,6 +424,11 @@ class PairingLedger:
                         call = None
                         self.irregular = True
                 if call is None:
+                    if self._answered_later:
+                        # Perhaps a second result for an answered call whose
+                        # event still has open calls: ADK takes the last one,
+                        # so no later event may take their placeholders.
+                        self._pin_placements()
                     continue
                 responder = event.author
                 if call.author != responder and responder != "user":
@@ -544,6 +528,13 @@ class PairingLedger:
         results = sum(part.function_response is not None for part in parts)
         if results != known[3] or len(parts) != results:
             self._answered_later[call_index] = (known[0], known[1], -1, known[3])
+
+    def _pin_placements(self) -> None:
+        """Leaves every call event's placeholders right after it (`placement`)."""
+        self._answered_later = {
+            index: (low, high, -1, count)
+            for index, (low, high, _, count) in self._answered_later.items()
+        }
 
     def placement(self, index: int) -> int | None:
         """After which event the placeholders of call event `index` go; None if nowhere.
@@ -729,13 +720,14 @@ class PairingLedger:
                 # model after the previous tool_use, which is where the ledger
                 # attributes it too.
                 continue
-            # Positional: keyword construction costs a third more on this hot path.
+            # Positional: cheaper on this hot path (benchmarks/RESULTS.md, "Figures
+            # behind the core's choices").
             call = TrackedCall(
                 index,
                 part_index,
                 call_id,
                 name,
-                name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in held_open_ids),
+                is_held_open(name, call_id, held_open_ids),
                 author,
             )
             if call_id is not None and by_last_response:
@@ -763,7 +755,7 @@ class PairingLedger:
                         continue
                 opened_ids.add(call_id)
                 if call_id in newest_by_id:
-                    # A dict.setdefault here cost 2% more of a cold walk.
+                    # Not dict.setdefault: dearer on a cold walk (benchmarks/RESULTS.md).
                     self.irregular = True  # reused while an earlier call with it is open
                 newest_by_id[call_id] = call
             else:
@@ -814,10 +806,9 @@ def build_ledger(
     Without `live`, the common case (no rewind anywhere) costs one pass: the
     rewind check rides along, and only a history that has one is walked again
     with its mask. Every event is checked, content or not, exactly as
-    `live_event_mask` and ADK's request builder honour a rewind on any event:
-    checking only content-less events (as ADK writes rewinds) was cheaper, but
-    let a rewind carrying content count here and not in the mask, so views
-    built by different paths disagreed. `traits` default to the installed ADK's.
+    `live_event_mask` and ADK's request builder honour a rewind on any event,
+    so views built by different paths agree. `traits` default to the
+    installed ADK's.
     """
     ledger = PairingLedger(traits)
     if live is None:

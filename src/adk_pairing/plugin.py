@@ -35,16 +35,18 @@ it and the error is logged: the plugin is never less available than ADK.
 from __future__ import annotations
 
 import logging
-import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .contents import held_open_call_ids, repair_contents
+from .contents import repair_contents
 from .metrics import record_request_repairs
 from .repair import PlaceholderTexts
 from .service import PairingSessionService
+from .wire import held_open_call_ids, pairs_calls_by_id
+
+__all__ = ["PairingPlugin", "pairs_calls_by_id"]
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
@@ -52,27 +54,6 @@ if TYPE_CHECKING:
     from google.adk.models.llm_response import LlmResponse
 
 logger = logging.getLogger("adk_pairing")
-
-#: Model classes that pair tool calls with their results by id, by module and
-#: name (the list of ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, 2.12.0+).
-_ID_PAIRING_MODELS = (
-    ("google.adk.models.anthropic_llm", "AnthropicLlm"),
-    ("google.adk.models.lite_llm", "LiteLlm"),
-    ("google.adk.integrations.openai._openai_responses_llm", "OpenAIResponsesLlm"),
-)
-
-
-def pairs_calls_by_id(model: object) -> bool:
-    """Whether `model` (a ``BaseLlm``) sends calls and results paired by id.
-
-    A model can only be an instance of a class whose module is imported, so
-    each class is looked up in ``sys.modules``: nothing is imported here.
-    """
-    for module_name, class_name in _ID_PAIRING_MODELS:
-        model_class = getattr(sys.modules.get(module_name), class_name, None)
-        if isinstance(model_class, type) and isinstance(model, model_class):
-            return True
-    return False
 
 
 class PairingPlugin(BasePlugin):

@@ -22,29 +22,33 @@ follow on every release:
 * the latest-response rearranger cuts the history at the call event that owns
   the trailing response, found by id, differently before and after 2.11.
 
-So for an irregular history the view is checked against the very builder that
-will run: `view_never_worse` builds the request contents from the stored
-events and from the view with the installed ADK's ``_get_contents``, once for
-every agent that authored an event, and compares them under the pairing rule
-every strict provider applies (`pairing_holds`). If some agent's request would
-pass from the store and fail from the view, the view is not served: the
-caller gets the stored events as they are (`adk_pairing.repair`), and
-`PairingPlugin`, which sees the finished request, answers the calls there.
-A regular history is never checked: it costs nothing.
+So for an irregular history, and for a call event whose placeholders no
+placement keeps in call order (`PairingLedger.placement`), the view is
+checked against the very builder that will run: `view_never_worse` builds the
+request contents from the stored events and from the view with the installed
+ADK's ``_get_contents``, once for every agent that authored an event, and
+compares them rule by rule. If some agent's request would keep a rule from
+the store and break it from the view, the view is not served: the caller gets
+the stored events as they are (`adk_pairing.repair`), and `PairingPlugin`,
+which sees the finished request, answers the calls there. A regular history
+is never checked: it costs nothing.
 
-`pairing_holds` is the rule as Anthropic's Messages API states it, on the
-blocks ADK's Anthropic converter makes (``_part_to_message_block``, 2.13.0
-``models/anthropic_llm.py:523``; 1.20.0 :76), without importing it (the
-``anthropic`` package is optional): thinking first, then text, then the call,
-then the result, one block per part; empty text is not sent; empty turns are
-dropped and consecutive turns of one role merged. Every ``tool_use`` must be
-answered among the *leading* ``tool_result`` blocks of the next user turn, and
-every ``tool_result`` must answer a ``tool_use`` of the turn before. An
-id-less call or result is paired by position, as `adk_pairing.checks` does:
-the result takes an open id-less call of the model turn before it, the same
-name first, else the oldest. `tests/unit/test_proof.py` holds it equal to
-`adk_pairing.checks.anthropic_pairing_violations`, which converts with ADK's
-real converter.
+The rules, each on the contents ADK's builder made, through the real
+converters:
+
+* Anthropic's (`anthropic_holds`): `adk_pairing.checks.anthropic_violations`,
+  which converts with ADK's own Anthropic converter, pairing and unique
+  ``tool_use`` ids both. The ``anthropic`` package is an optional extra, and
+  that converter needs it. Without it the check applies `pairing_holds` (the
+  pairing rule on the blocks `adk_pairing.wire.anthropic_block` says the
+  converter makes, id-less calls paired as `adk_pairing.wire.IdlessCalls`
+  says) and `unique_call_ids_on_the_wire` (two calls sharing an id share one
+  ``tool_use`` id, fallback or not); `tests/unit/test_proof.py` holds the two
+  equal to the real converter's verdict on seeded histories.
+* Gemini's (`adk_pairing.checks.gemini_violations`): calls answered in call
+  order and count; Gemini receives the contents as they are.
+* OpenAI's (`openai_holds`), on ADK's LiteLlm conversion, once the app has
+  imported ``litellm`` (only apps that send through LiteLlm do).
 
 Like the core, this module never awaits and touches no store. ADK's builder
 logs what it drops; while it runs here those records are filtered out, since
@@ -65,9 +69,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from .checks import gemini_violations
-
-#: Roles ADK's Anthropic converter sends as the assistant; every other is the user.
-_MODEL_ROLES = frozenset({"model", "assistant"})
+from .wire import MODEL_ROLES, Block, IdlessCalls, anthropic_block
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 
@@ -202,60 +204,40 @@ def _anthropic_installed() -> bool:
 
 # -- the pairing rule on request contents -------------------------------------
 
-_CALL, _RESULT, _OTHER = "call", "result", "other"
-
-
-def _block(part: types.Part) -> str | None:
-    """What ADK's Anthropic converter makes of `part`: a call, a result, another block, or none."""
-    if part.thought and (part.text or part.thought_signature):
-        return _OTHER  # thinking, redacted thinking
-    if part.text:
-        return _OTHER
-    if part.function_call is not None:
-        return _CALL
-    if part.function_response is not None:
-        return _RESULT
-    if part.text == "" and not part.thought_signature:
-        return None  # empty text: not sent (a user turn of nothing else sends ".")
-    return _OTHER
-
 
 def pairing_holds(contents: Sequence[types.Content]) -> bool:
     """Whether the request `contents` pair every tool call with its result (module docstring)."""
-    # (is the model, [(kind, id)]) per non-empty turn, consecutive roles merged.
-    turns: list[tuple[bool, list[tuple[str, str]]]] = []
-    open_idless: list[tuple[str, str]] = []  # (name, id) of the last model turn's id-less calls
+    # (is the model, [(block, id)]) per non-empty turn, consecutive roles merged.
+    turns: list[tuple[bool, list[tuple[Block, str]]]] = []
+    idless = IdlessCalls()  # the id-less calls of the last model turn
     fresh = 0
     previous_is_model: bool | None = None
     for content in contents:
-        is_model = content.role in _MODEL_ROLES
+        is_model = content.role in MODEL_ROLES
         if is_model and previous_is_model is False:
-            open_idless = []
-        blocks: list[tuple[str, str]] = []
+            idless.start_turn()
+        blocks: list[tuple[Block, str]] = []
         empty_text = False
         for part in content.parts or ():
-            kind = _block(part)
-            if kind is None:
+            kind = anthropic_block(part)
+            if kind is Block.NOTHING:
                 empty_text = True
                 continue
             ident = ""
-            if kind == _CALL:
+            if kind is Block.CALL:
                 call = part.function_call
-                ident = call.id or ""
+                ident = call.id or ""  # type: ignore[union-attr]
                 if not ident:
                     fresh += 1
                     ident = f"\0{fresh}"
-                    open_idless.append((call.name or "", ident))
-            elif kind == _RESULT:
+                    idless.open(call.name, ident)  # type: ignore[union-attr]
+            elif kind is Block.RESULT:
                 response = part.function_response
-                ident = response.id or ""
+                ident = response.id or ""  # type: ignore[union-attr]
                 if not ident:
-                    name = response.name or ""
-                    match = next((c for c in open_idless if c[0] == name), None)
-                    match = match or (open_idless[0] if open_idless else None)
+                    match = idless.answer(response.name)  # type: ignore[union-attr]
                     if match is not None:
-                        open_idless.remove(match)
-                        ident = match[1]
+                        ident = match
                     else:
                         fresh += 1
                         ident = f"\0{fresh}"
@@ -263,7 +245,7 @@ def pairing_holds(contents: Sequence[types.Content]) -> bool:
         if content.parts:
             previous_is_model = is_model
         if not blocks and empty_text and not is_model:
-            blocks.append((_OTHER, ""))
+            blocks.append((Block.OTHER, ""))
         if not blocks:
             continue
         if turns and turns[-1][0] == is_model:
@@ -272,13 +254,13 @@ def pairing_holds(contents: Sequence[types.Content]) -> bool:
             turns.append((is_model, blocks))
     for position, (is_model, blocks) in enumerate(turns):
         if is_model:
-            calls = [ident for kind, ident in blocks if kind == _CALL]
+            calls = [ident for kind, ident in blocks if kind is Block.CALL]
             if not calls:
                 continue
             following = turns[position + 1][1] if position + 1 < len(turns) else []
             leading: set[str] = set()
             for kind, ident in following:
-                if kind != _RESULT:
+                if kind is not Block.RESULT:
                     break
                 leading.add(ident)
             if not leading.issuperset(calls):
@@ -286,11 +268,11 @@ def pairing_holds(contents: Sequence[types.Content]) -> bool:
         else:
             previous = turns[position - 1] if position else None
             allowed = (
-                {ident for kind, ident in previous[1] if kind == _CALL}
+                {ident for kind, ident in previous[1] if kind is Block.CALL}
                 if previous is not None and previous[0]
                 else set()
             )
-            if any(kind == _RESULT and ident not in allowed for kind, ident in blocks):
+            if any(kind is Block.RESULT and ident not in allowed for kind, ident in blocks):
                 return False
     return True
 
@@ -305,11 +287,11 @@ def unique_call_ids_on_the_wire(contents: Sequence[types.Content]) -> bool:
     """
     seen: set[str] = set()
     for content in contents:
-        if content.role not in _MODEL_ROLES:
+        if content.role not in MODEL_ROLES:
             continue
         for part in content.parts or ():
             call = part.function_call
-            if call is None or not call.id or _block(part) != _CALL:
+            if call is None or not call.id or anthropic_block(part) is not Block.CALL:
                 continue
             if call.id in seen:
                 return False

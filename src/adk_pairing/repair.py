@@ -93,7 +93,7 @@ _set = object.__setattr__
 
 
 def _direct_clone(template: _Model, update: dict[str, Any]) -> _Model:
-    """``template.model_copy(update=update)``, at a third of its cost.
+    """``template.model_copy(update=update)``, for less (benchmarks/RESULTS.md).
 
     The same steps as pydantic's own shallow copy (a new instance with a copy
     of the field values, the fields-set marker and the private values), minus
@@ -172,11 +172,12 @@ def placeholder_part(
 
     ``types.Part(...)`` and ``types.FunctionResponse(...)`` each run
     google-genai's before-validator (a Python loop over every field of the
-    model); for a call event appended through a view that was 40% of building
-    its synthetic event. The values are strings and a dict made right here,
-    so there is nothing to validate, and the result equals the validated one
-    (same values, same fields set, same JSON). The view and the request pass
-    (`adk_pairing.contents`) both answer with exactly this part.
+    model), a large share of building the synthetic event of a call event
+    appended through a view (benchmarks/RESULTS.md). The values are strings
+    and a dict made right here, so there is nothing to validate, and the
+    result equals the validated one (same values, same fields set, same
+    JSON). The view and the request pass (`adk_pairing.contents`) both answer
+    with exactly this part.
     """
     response = _clone(
         _EMPTY_RESPONSE,
@@ -293,9 +294,9 @@ class RepairedSlot:
         }
         _copy_scope(call_event, fields)
         # A copy of a template, not ``Event(**fields)``: validating every field
-        # was half the cost of the synthetic event a call appended through a
-        # view needs at once. The values are made right here and are of the
-        # declared types; only `actions` needs a fresh object of its own.
+        # is a large share of the cost (benchmarks/RESULTS.md). The values are
+        # made right here and are of the declared types; only `actions` needs
+        # a fresh object of its own.
         fields["actions"] = EventActions()
         return _clone(_EMPTY_EVENT, fields)
 
@@ -373,8 +374,8 @@ def place_repairs(
         after.setdefault(index if anchor is None else anchor, []).append(slot)
     result: list[Event] = []
     start = 0
-    # Copy the runs of healthy events between repaired ones as slices: a
-    # Python loop over every event cost more than the repairs themselves.
+    # Copy the runs of healthy events between repaired ones as slices, not
+    # with a Python loop over every event (benchmarks/RESULTS.md).
     for index in sorted(slots.keys() | after.keys()):
         result.extend(events[start:index])
         slot = slots.get(index)

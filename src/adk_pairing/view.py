@@ -210,7 +210,8 @@ def view_state_of(session: Session) -> ViewState | None:
     """The view's link to its inner session; None for any other session.
 
     Reads pydantic's private-attribute dict directly: ``session._pairing``
-    goes through ``BaseModel.__getattr__``, ~1.8 µs on every append.
+    goes through ``BaseModel.__getattr__`` on every append (its cost:
+    benchmarks/RESULTS.md, "Figures behind the core's choices").
     """
     if not isinstance(session, PairedSession):
         return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from google.adk.version import __version__ as adk_version
@@ -539,7 +540,8 @@ def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_giv
 ) -> None:
     held = {"call_2"}
     local = repair_contents(contents, held_open_ids=held, fill_missing_ids=fill)
-    segments = _scan(contents, fill, localize=False)
+    # Every segment faulty: nothing is reused or passed over.
+    segments = [replace(segment, holds=False) for segment in _scan(contents, fill)]
     everything = _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
     assert dump(local.contents) == dump(everything.contents)
     assert sorted(map(repr, local.notable)) == sorted(map(repr, everything.notable))

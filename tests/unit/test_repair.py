@@ -258,3 +258,14 @@ def test_every_synthetic_event_has_its_own_actions() -> None:
     assert first.actions is not second.actions
     first.actions.state_delta["k"] = 1
     assert second.actions.state_delta == {}
+
+
+def test_a_second_result_for_the_answered_call_keeps_the_placeholders_in_call_order() -> None:
+    """ADK takes the last result of a call: past the first, the placeholders would lead."""
+    call_event = model_event([call("c1"), call("c2")])
+    events = [user_text(), call_event, response_event([response("c1")])]
+    events += [response_event([response("c1")]), user_text("x")]
+    stored = request_violations(build_request_contents(events))
+    view = request_violations(build_request_contents(repaired_events(events)))
+    for rule in ("anthropic", "openai_chat", "gemini"):
+        assert view[rule] == [] or stored[rule] != [], (rule, view[rule])
