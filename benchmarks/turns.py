@@ -44,7 +44,7 @@ from workloads import (
     usage_metadata,
 )
 
-from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT
+from adk_pairing.placeholders import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT
 from adk_pairing.service import PairingSessionService
 
 if TYPE_CHECKING:

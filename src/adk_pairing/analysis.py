@@ -66,7 +66,7 @@ ADK's request builder keys its rearranging on call ids (an id-less response
 counts under the id ``None``) and picks one response event per call event and
 id, so in such a history where a placeholder lands in the request depends on
 the rest of the history, and on the ADK release. The ledger marks them
-(`PairingLedger.irregular`); `adk_pairing.proof` then checks the view against
+(`PairingLedger.irregular`); `adk_pairing.builder_check` then checks the view against
 ADK's own builder before it is served. ADK itself writes none of these: a
 model that repeats ids gives the first two, hand-written, migrated or damaged
 stores the rest. A response repeating the id of an answered call in an event
@@ -93,7 +93,7 @@ from google.adk.events.event import Event
 from google.genai.types import FunctionCall, Part
 
 from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
-from .wire import call_key, is_held_open, never_sent_as_a_call
+from .wire import IrregularShape, call_key, is_held_open, never_sent_as_a_call
 
 
 class CallStatus(enum.StrEnum):
@@ -230,7 +230,7 @@ class PairingLedger:
     (`adk_pairing.builder_traits`); the rules they switch are in the module
     docstring. With `track_repeated_ids`, a call whose id an earlier call of
     the same event carries is tracked as a call of its own rather than skipped:
-    the request pass (`adk_pairing.contents`) renames such ids apart, so each
+    the request pass (`adk_pairing.request_pass`) renames such ids apart, so each
     is its own ``tool_use`` on the wire and needs its own answer.
     """
 
@@ -248,7 +248,8 @@ class PairingLedger:
         "_track_repeated_ids",
         "_withheld",
         "calls",
-        "irregular",
+        "placements_moved",
+        "shapes",
         "traits",
     )
 
@@ -289,12 +290,20 @@ class PairingLedger:
         # call event still has open calls: where its placeholders may go
         # (`placement`).
         self._answered_later: dict[int, tuple[int, int, int, int]] = {}
+        #: Set when a placement `placement` gave moved back to its call event
+        #: (`_pin_placements`); whoever keeps a view current rebuilds it then.
+        self.placements_moved = False
         # The call event whose record `walk` confirms after the event that
         # answered some of its calls (`_confirm_sole_answers`), or -1.
         self._to_confirm = -1
-        #: Whether the history walked so far is irregular (see the module
-        #: docstring). Set only on branches a regular history never takes.
-        self.irregular = False
+        #: The irregular shapes of the history walked so far (see the module
+        #: docstring). Added to only on branches a regular history never takes.
+        self.shapes: set[IrregularShape] = set()
+
+    @property
+    def irregular(self) -> bool:
+        """Whether the history walked so far has an irregular shape (`shapes`)."""
+        return bool(self.shapes)
 
     @property
     def withholding(self) -> bool:
@@ -385,14 +394,14 @@ class PairingLedger:
                     if calls_here is None:
                         calls_here = [(part_index, part)]
                         if part_index and _earlier_response_with(parts, part_index):
-                            self.irregular = True  # results and calls in one event
+                            self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
                     else:
                         calls_here.append((part_index, part))
                 response = part.function_response
                 if response is None:
                     continue
                 if calls_here is not None:
-                    self.irregular = True  # calls and results in one event
+                    self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
                 response_id = response.id
                 if walks_back:
                     if response_ids is None:
@@ -401,13 +410,13 @@ class PairingLedger:
                         response_ids.add(response_id or None)
                     if response_id and response_id not in self._seen_call_ids:
                         # Older builders only: a result before any call with its id.
-                        self.irregular = True
+                        self.shapes.add(IrregularShape.RESULT_BEFORE_ITS_CALL)
                 if response_id:
                     if by_last_response:
                         if response_id in self._answered_ids and _earlier_response_with(
                             parts, part_index, response_id
                         ):
-                            self.irregular = True  # one id answered twice in one event
+                            self.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
                         self._settle_every_call_with(
                             response_id, settled, event.author, response.name, index
                         )
@@ -415,14 +424,14 @@ class PairingLedger:
                     # Only open calls are indexed, so a hit is always open.
                     call = newest_by_id.pop(response_id, None)
                     if call is None and _earlier_response_with(parts, part_index, response_id):
-                        self.irregular = True  # one id answered twice in one event
+                        self.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
                 else:
                     queue = idless_open.get(response.name or "")
                     if queue:
                         call = queue.popleft()
                     else:
                         call = None
-                        self.irregular = True
+                        self.shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
                 if call is None:
                     if self._answered_later:
                         # Perhaps a second result for an answered call whose
@@ -434,9 +443,9 @@ class PairingLedger:
                 if call.author != responder and responder != "user":
                     # One agent's result for another agent's call: ADK writes a
                     # tool's result under the agent that called it (or the user).
-                    self.irregular = True
+                    self.shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
                 elif walks_back and call.name != (response.name or ""):
-                    self.irregular = True  # older builders only: a result under another name
+                    self.shapes.add(IrregularShape.RESULT_UNDER_ANOTHER_NAME)
                 self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
@@ -474,7 +483,7 @@ class PairingLedger:
         The request pass uses it to skip stretches it has checked already.
 
         Only for a ledger with the newest builder's traits (the request pass's,
-        see `adk_pairing.contents`): under the older traits a call answered
+        see `adk_pairing.request_pass`): under the older traits a call answered
         where it stands also answers, or withholds, calls elsewhere, which
         skipping it would not record.
         """
@@ -531,6 +540,8 @@ class PairingLedger:
 
     def _pin_placements(self) -> None:
         """Leaves every call event's placeholders right after it (`placement`)."""
+        if any(after >= 0 for _, _, after, _ in self._answered_later.values()):
+            self.placements_moved = True
         self._answered_later = {
             index: (low, high, -1, count)
             for index, (low, high, _, count) in self._answered_later.items()
@@ -579,7 +590,11 @@ class PairingLedger:
         self._answered_ids.add(call_id)
         for call in self._open_by_id.pop(call_id, ()):
             if (call.author != author and author != "user") or call.name != (name or ""):
-                self.irregular = True  # see `walk`
+                self.shapes.add(
+                    IrregularShape.ANSWER_FROM_ANOTHER_AGENT
+                    if call.name == (name or "")
+                    else IrregularShape.RESULT_UNDER_ANOTHER_NAME
+                )
             self._settle(call, settled, by)
 
     def _withhold_before_a_walk_back(
@@ -688,7 +703,7 @@ class PairingLedger:
         successor.calls.extend(
             copy for copy in copies.values() if copy.withheld and not copy.answered
         )
-        successor.irregular = self.irregular
+        successor.shapes = set(self.shapes)
         successor._answered_later = dict(self._answered_later)
         successor._to_confirm = self._to_confirm
         successor._answered_ids = set(self._answered_ids)
@@ -712,7 +727,7 @@ class PairingLedger:
             name = function_call.name or ""
             call_id = function_call.id or None
             if never_sent_as_a_call(part):
-                self.irregular = True
+                self.shapes.add(IrregularShape.NOT_SENT_AS_A_CALL)
                 # Malformed: the converter sends this part as its text, so a
                 # placeholder would answer a tool_use that is not there (an
                 # orphan tool_result, rejected). It is not a call on the wire,
@@ -732,7 +747,11 @@ class PairingLedger:
             )
             if call_id is not None and by_last_response:
                 if call_id in opened_ids or call_id in self._open_by_id:
-                    self.irregular = True  # twice in one event, or reused while open
+                    self.shapes.add(
+                        IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT
+                        if call_id in opened_ids
+                        else IrregularShape.CALL_ID_REUSED_WHILE_OPEN
+                    )
                 opened_ids.add(call_id)
                 if call_id in self._answered_ids:
                     # ADK <= 2.6 puts the last response with this id after this
@@ -743,7 +762,7 @@ class PairingLedger:
                 self._open_by_id.setdefault(call_id, []).append(call)
             elif call_id is not None:
                 if call_id in opened_ids:
-                    self.irregular = True
+                    self.shapes.add(IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT)
                     if not self._track_repeated_ids:
                         # Malformed: the same id twice in one event is one
                         # tool_use id on the wire; one result answers both (and
@@ -756,15 +775,15 @@ class PairingLedger:
                 opened_ids.add(call_id)
                 if call_id in newest_by_id:
                     # Not dict.setdefault: dearer on a cold walk (benchmarks/RESULTS.md).
-                    self.irregular = True  # reused while an earlier call with it is open
+                    self.shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
                 newest_by_id[call_id] = call
             else:
                 if idless_here is None:
                     idless_here = {}
-                elif not self.irregular:
+                elif IrregularShape.IDLESS_CALLS_IN_ONE_EVENT not in self.shapes:
                     # Two id-less calls in one event: ADK merges their result
                     # events keyed by id, and both results have the key None.
-                    self.irregular = True
+                    self.shapes.add(IrregularShape.IDLESS_CALLS_IN_ONE_EVENT)
                 idless_here.setdefault(name, deque()).append(call)
             opened[part_index] = call
         self.calls.extend(opened.values())
@@ -838,6 +857,8 @@ class PairingReport:
     """The status of every live function call in a history."""
 
     calls: tuple[TrackedCall, ...]
+    #: The history's irregular shapes (`PairingLedger.shapes`), empty when regular.
+    shapes: frozenset[IrregularShape] = frozenset()
 
     def with_status(self, status: CallStatus) -> list[TrackedCall]:
         return [call for call in self.calls if call.status is status]
@@ -867,4 +888,5 @@ def analyze(events: Iterable[Event], *, traits: BuilderTraits | None = None) -> 
     release: each response answering the newest call before it with its id.
     """
     event_list = events if isinstance(events, Sequence) else list(events)
-    return PairingReport(calls=tuple(build_ledger(event_list, traits=traits).calls))
+    ledger = build_ledger(event_list, traits=traits)
+    return PairingReport(calls=tuple(ledger.calls), shapes=frozenset(ledger.shapes))

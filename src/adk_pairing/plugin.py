@@ -1,6 +1,6 @@
 """`PairingPlugin`: the last pass over every model request, so every provider accepts it.
 
-A thin shell over `adk_pairing.contents`: it takes the contents ADK has built
+A thin shell over `adk_pairing.request_pass`: it takes the contents ADK has built
 for this request, has them repaired, assigns the result to
 ``llm_request.contents`` and logs what was repaired. It never touches the
 session or any event.
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .contents import repair_contents
 from .metrics import record_request_repairs
-from .repair import PlaceholderTexts
+from .placeholders import PlaceholderTexts
+from .request_pass import repair_contents
 from .service import PairingSessionService
 from .wire import held_open_call_ids, pairs_calls_by_id
 

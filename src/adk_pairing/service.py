@@ -60,8 +60,10 @@ from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionK
 from .factory import PAIRING_PREFIX, create_inner_session_service, is_pairing_uri, mask_uri
 from .metrics import live_metrics
 from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
-from .repair import Fallback, PlaceholderTexts, repair_history
+from .placeholders import PlaceholderTexts
+from .repair import Fallback, repair_history
 from .view import PairedSession, mirror_fields, paired_view, view_state_of
+from .wire import IrregularShape
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 
@@ -339,9 +341,10 @@ class PairingSessionService(BaseSessionService):
             if log_missing:
                 metrics = live_metrics()
                 if repaired.fallback is not None:
-                    _log_unproven(stored, repaired.fallback)
+                    shape = _shape_name(repaired.fallback, ledger)
+                    _log_unproven(stored, shape)
                     if metrics:
-                        metrics.count_fallback(stored.app_name, "unproven", repaired.fallback.value)
+                        metrics.count_fallback(stored.app_name, "unproven", shape)
                 else:
                     self._log_missing(stored, ledger)
                     if metrics and ledger.open_calls:
@@ -386,27 +389,23 @@ class PairingSessionService(BaseSessionService):
                     )
 
 
-def _log_unproven(stored: Session, fallback: Fallback) -> None:
+def _shape_name(fallback: Fallback, ledger: PairingLedger) -> str:
+    """The shape a view served as stored has: one name, so metric labels stay few."""
+    if fallback is Fallback.UNPROVEN and ledger.shapes:
+        return min(ledger.shapes, key=list(IrregularShape).index).value
+    return fallback.value
+
+
+def _log_unproven(stored: Session, shape: str) -> None:
     if not _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
         return
-    if fallback is Fallback.ANSWERS_OUT_OF_ORDER:
-        why = (
-            "a parallel call event some of whose calls later events answered, with open "
-            "calls between them, so no placement of placeholders keeps the answers in call "
-            "order"
-        )
-    else:
-        why = (
-            "a history ADK's request builder rearranges by call id (a reused or repeated "
-            "id, text and a call in one part, or a result nothing waits for)"
-        )
     logger.warning(
-        "Session %s has unanswered function calls in %s, and placeholders there would "
-        "make the request worse; the view serves its events as stored (shape=%s). Add "
+        "Session %s has unanswered function calls in a history whose placeholders would "
+        "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
+        "or merges them out of call order); the view serves its events as stored. Add "
         "PairingPlugin to the runner to answer the calls in the request itself.",
         _session_key(stored),
-        why,
-        fallback.value,
+        shape,
     )
 
 

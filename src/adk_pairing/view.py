@@ -25,7 +25,7 @@ returned. The rules it keeps:
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, an append after a response event that made the ledger
   withhold calls, or an append to an irregular history with unanswered calls
-  (whose view must be checked whole against ADK's builder, `adk_pairing.proof`)
+  (whose view must be checked whole against ADK's builder, `adk_pairing.builder_check`)
   makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
@@ -45,7 +45,8 @@ from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
 from .analysis import PairingLedger, build_ledger, is_rewind
-from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
+from .placeholders import PlaceholderTexts, RepairedSlot
+from .repair import RepairedHistory, repair_history
 
 #: Whether the running ADK's `Session` carries a storage revision marker (absent
 #: in 1.20.0, present in 1.39.1 and every 2.x); a view mirrors it.
@@ -102,12 +103,17 @@ class ViewState:
                 # <= 2.10, see `PairingLedger`), and `observe` does not report
                 # that release; an irregular history's placeholders hold only
                 # once ADK's builder has checked the whole view
-                # (`adk_pairing.proof`). So the view is repaired again from the
+                # (`adk_pairing.builder_check`). So the view is repaired again from the
                 # store's history, which the rebuild walks to its end.
                 self.rebuild(view)
                 return
             view_events.append(event)
             settled, opened = ledger.observe(event, index)
+            if ledger.placements_moved:
+                # Some placeholders must move back to their call events.
+                ledger.placements_moved = False
+                self.rebuild(view)
+                return
             if ledger.irregular and ledger.open_calls:
                 self.rebuild(view)
                 return

@@ -2,8 +2,8 @@
 
 Every other module of adk-pairing imports these rules and restates none of
 them: the ledger (`adk_pairing.analysis`), the view, the request pass
-(`adk_pairing.contents`), the view's check against ADK's builder
-(`adk_pairing.proof`), the provider checks (`adk_pairing.checks`) and the
+(`adk_pairing.request_pass`), the view's check against ADK's builder
+(`adk_pairing.builder_check`), the provider checks (`adk_pairing.checks`) and the
 plugin. This module is pure and imports nothing of ours.
 
 The rules:
@@ -85,6 +85,32 @@ ID_PAIRING_MODELS = (
     ("google.adk.models.lite_llm", "LiteLlm"),
     ("google.adk.integrations.openai._openai_responses_llm", "OpenAIResponsesLlm"),
 )
+
+
+class IrregularShape(enum.StrEnum):
+    """A shape of history whose placeholders ADK's builder may put elsewhere.
+
+    ADK's request builder keys its rearranging on call ids, so in these
+    histories where a placeholder lands depends on the rest of the history
+    and on the ADK release (`adk_pairing.analysis`); the view is then checked
+    against ADK's own builder (`adk_pairing.builder_check`).
+    """
+
+    CALL_ID_TWICE_IN_ONE_EVENT = "call_id_twice_in_one_event"
+    CALL_ID_REUSED_WHILE_OPEN = "call_id_reused_while_open"
+    #: A call sharing its part with text or a signed thought (`never_sent_as_a_call`).
+    NOT_SENT_AS_A_CALL = "not_sent_as_a_call"
+    IDLESS_CALLS_IN_ONE_EVENT = "idless_calls_in_one_event"
+    IDLESS_RESULT_NOTHING_WAITS_FOR = "idless_result_nothing_waits_for"
+    ID_ANSWERED_TWICE_IN_ONE_EVENT = "id_answered_twice_in_one_event"
+    CALLS_AND_RESULTS_IN_ONE_EVENT = "calls_and_results_in_one_event"
+    #: One agent's event answering another agent's call (ADK authors a tool's
+    #: result as the agent that called it, or the user).
+    ANSWER_FROM_ANOTHER_AGENT = "answer_from_another_agent"
+    #: Older builders only (google-adk <= 2.10): a result before any call with its id.
+    RESULT_BEFORE_ITS_CALL = "result_before_its_call"
+    #: Older builders only: a result under another name than its call's.
+    RESULT_UNDER_ANOTHER_NAME = "result_under_another_name"
 
 
 def is_model_role(role: str | None) -> bool:

@@ -26,7 +26,7 @@ failure in a history with none of them is a new one. Shown to fail: at
 9a79947 (before the one-rewind-rule and builder fixes) 362 of the 10,000
 histories failed: 127 kept views and 52 cached reads differed from a fresh
 read, and 237 views made a valid request invalid; at b4df41b (before
-`adk_pairing.proof`) 44 malformed histories still got a worse request.
+`adk_pairing.builder_check`) 44 malformed histories still got a worse request.
 Seeds 5, 7, 11 and 99 (10,000 histories each) pass too.
 """
 
@@ -42,7 +42,8 @@ from google.adk.sessions import InMemorySessionService
 from adk_pairing import PairingSessionService
 from adk_pairing.analysis import build_ledger
 from adk_pairing.checks import request_violations
-from adk_pairing.repair import PlaceholderTexts, repair_history
+from adk_pairing.placeholders import PlaceholderTexts
+from adk_pairing.repair import repair_history
 from tests.integration.support.scenario import event_signature
 from tests.unit.test_properties import adk_request_contents
 
@@ -51,7 +52,7 @@ from .histories import NO_TRAIT, HistoryGenerator, describe, traits
 HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
 WORSE = "stored request valid, view's request invalid"
 #: Not a failure: an irregular history whose placeholders ADK's builder would
-#: misplace, served as stored (`adk_pairing.proof`). Counted, to show the rate.
+#: misplace, served as stored (`adk_pairing.builder_check`). Counted, to show the rate.
 SERVED_AS_STORED = "served as stored (unproven)"
 SEED = int(os.environ.get("RELIABILITY_FUZZ_SEED", "1313"))
 APP, USER, SESSION = "fuzz", "user", "s"

@@ -13,9 +13,10 @@ PURE = (
     "analysis.py",
     "analysis_cache.py",
     "builder_traits.py",
-    "contents.py",
+    "request_pass.py",
     "ownership.py",
-    "proof.py",
+    "builder_check.py",
+    "placeholders.py",
     "repair.py",
     "view.py",
     "wire.py",
@@ -124,3 +125,10 @@ def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
             restated += [f"{path.name}: {name}" for name in names if name.lstrip("_") in WIRE_RULES]
     assert not restated, restated
+
+
+def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:
+    """The request pass answers with the view's placeholder without the view's check."""
+    graph = _graph()
+    assert graph["placeholders"] <= {"analysis", "wire", "builder_traits"}
+    assert not {"repair", "builder_check", "view"} & graph["request_pass"]

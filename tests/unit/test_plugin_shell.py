@@ -19,8 +19,8 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService, PlaceholderTexts
-from adk_pairing.contents import held_open_call_ids
 from adk_pairing.plugin import pairs_calls_by_id
+from adk_pairing.request_pass import held_open_call_ids
 
 
 def request_with_idless_dangling_call() -> LlmRequest:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from google.adk.events.event import Event
 
-from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repair, repaired_events
+from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, placeholders, repaired_events
 from adk_pairing.checks import anthropic_pairing_violations, gemini_violations, request_violations
-from adk_pairing.repair import _direct_clone, synthetic_event_id
+from adk_pairing.placeholders import _direct_clone, synthetic_event_id
 from tests.adk_features import requires
 from tests.adk_request import build_request_contents
 
@@ -223,7 +223,7 @@ def test_clone_equals_pydantic_model_copy_and_shares_no_container() -> None:
 
 def test_direct_clone_is_in_use_with_the_installed_pydantic() -> None:
     # If this fails, views still work (through model_copy) but appends got slower.
-    assert repair._clone is _direct_clone
+    assert placeholders._clone is _direct_clone
 
 
 def test_a_clone_that_stops_matching_model_copy_falls_back_to_model_copy(
@@ -234,14 +234,14 @@ def test_a_clone_that_stops_matching_model_copy_falls_back_to_model_copy(
         object.__setattr__(clone, "__pydantic_fields_set__", set())
         return clone
 
-    monkeypatch.setattr(repair, "_direct_clone", drops_fields_set)
-    assert repair._choose_clone() is repair._model_copy
+    monkeypatch.setattr(placeholders, "_direct_clone", drops_fields_set)
+    assert placeholders._choose_clone() is placeholders._model_copy
 
     def raises(template, update):
         raise AttributeError("__pydantic_private__")
 
-    monkeypatch.setattr(repair, "_direct_clone", raises)
-    assert repair._choose_clone() is repair._model_copy
+    monkeypatch.setattr(placeholders, "_direct_clone", raises)
+    assert placeholders._choose_clone() is placeholders._model_copy
 
 
 @needs_node_info

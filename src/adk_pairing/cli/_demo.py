@@ -49,7 +49,7 @@ from rich.console import Console
 from ..adk_compat import adk_drops_unanswered_calls, close_session_service
 from ..analysis import analyze
 from ..checks import anthropic_pairing_violations
-from ..repair import METADATA_KEY
+from ..placeholders import METADATA_KEY
 from ..service import PairingSessionService
 from ._common import CliError
 from ._demo_agent import (

@@ -1,4 +1,4 @@
-"""The view's proof at the request (`adk_pairing.proof`), on the installed google-adk.
+"""The view's proof at the request (`adk_pairing.builder_check`), on the installed google-adk.
 
 What it must give: a view of an irregular history is served only when ADK's
 own request builder, run on it, keeps valid every request it keeps valid on
@@ -15,15 +15,18 @@ import pytest
 from google.adk.events.event import Event
 
 from adk_pairing import is_synthetic
-from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import anthropic_pairing_violations, anthropic_violations
-from adk_pairing.proof import (
+from adk_pairing.analysis import analyze, build_ledger
+from adk_pairing.builder_check import (
     anthropic_holds,
     pairing_holds,
     unique_call_ids_on_the_wire,
     view_never_worse,
 )
-from adk_pairing.repair import PlaceholderTexts, place_repairs, repair_history
+from adk_pairing.builder_traits import NEWEST_BUILDER
+from adk_pairing.checks import anthropic_pairing_violations, anthropic_violations
+from adk_pairing.placeholders import PlaceholderTexts
+from adk_pairing.repair import place_repairs, repair_history
+from adk_pairing.wire import IrregularShape
 from tests.reliability.histories import HistoryGenerator, describe
 
 from .events import AGENT, call, model_event, response, response_event, user_text
@@ -106,44 +109,48 @@ def test_placeholders_an_id_keyed_merge_would_collapse_are_not_served() -> None:
     ("shape", "events"),
     [
         (
-            "a call id twice in one event",
+            IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT,
             [model_event([call("c1"), call("c1")])],
         ),
         (
-            "a call id reused while its earlier call is open",
+            IrregularShape.CALL_ID_REUSED_WHILE_OPEN,
             [model_event([call("c1")]), user_text(), model_event([call("c1")])],
         ),
         (
-            "text and a call in one part",
+            IrregularShape.NOT_SENT_AS_A_CALL,
             [model_event([call("c1").model_copy(update={"text": "and a text"})])],
         ),
         (
-            "two id-less calls in one event",
+            IrregularShape.IDLESS_CALLS_IN_ONE_EVENT,
             [model_event([call(None), call(None, "fetch")])],
         ),
         (
-            "one id answered twice in one event",
+            IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT,
             [model_event([call("c1")]), response_event([response("c1"), response("c1")])],
         ),
         (
-            "calls and results in one event",
+            IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT,
             [model_event([call("c1")]), model_event([call("c2"), response("c1")])],
         ),
         (
-            "one agent's event answering another agent's call",
+            IrregularShape.ANSWER_FROM_ANOTHER_AGENT,
             [
                 model_event([call("c1")], author="helper"),
                 response_event([response("c1")], author=AGENT),
             ],
         ),
         (
-            "an id-less result no id-less call waits for",
+            IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR,
             [user_text(), response_event([response(None)])],
         ),
     ],
 )
-def test_each_irregular_shape_marks_the_ledger(shape: str, events: list[Event]) -> None:
-    assert build_ledger(events).irregular, shape
+def test_each_irregular_shape_is_named_on_the_ledger_and_the_report(
+    shape: IrregularShape, events: list[Event]
+) -> None:
+    ledger = build_ledger(events, traits=NEWEST_BUILDER)
+    assert ledger.irregular and shape in ledger.shapes, ledger.shapes
+    assert shape in analyze(events, traits=NEWEST_BUILDER).shapes
 
 
 @pytest.mark.parametrize(
@@ -257,12 +264,12 @@ def test_without_adks_builder_where_we_look_nothing_is_proven(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A release that moved ``_get_contents``: irregular views are served as stored, no error."""
-    from adk_pairing import proof
+    from adk_pairing import builder_check
 
     def moved() -> None:
         raise AttributeError("module 'contents' has no attribute '_get_contents'")
 
-    monkeypatch.setattr(proof, "_request_builder", moved)
+    monkeypatch.setattr(builder_check, "_request_builder", moved)
     events = _idless_results_after_a_placeholder()
     assert not view_never_worse(events, _placed(events))
     repaired = repair_history(events, build_ledger(events), TEXTS)

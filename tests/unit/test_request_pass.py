@@ -1,4 +1,4 @@
-"""The request pass (`adk_pairing.contents`): the four rules hold after it, nothing else moves.
+"""The request pass (`adk_pairing.request_pass`): the four rules hold after it, nothing else moves.
 
 The rules are checked here by `rule_violations`, written for these tests from
 the rules' statement (not the module's own `satisfies_pairing_rules`), and by
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from adk_pairing import PlaceholderTexts
 from adk_pairing.checks import anthropic_pairing_violations, request_violations
-from adk_pairing.contents import (
+from adk_pairing.request_pass import (
     ContentRule,
     _repair_segments,
     _scan,

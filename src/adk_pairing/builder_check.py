@@ -1,4 +1,4 @@
-"""The view's proof at the request: ADK's request from the view is never worse than from the store.
+"""The view checked against ADK's own builder: its request is never worse than the store's.
 
 On a regular history the view's rules (`adk_pairing.analysis`) say where
 ADK's request builder puts each placeholder: right after its call, answering
@@ -43,7 +43,7 @@ converters:
   pairing rule on the blocks `adk_pairing.wire.anthropic_block` says the
   converter makes, id-less calls paired as `adk_pairing.wire.IdlessCalls`
   says) and `unique_call_ids_on_the_wire` (two calls sharing an id share one
-  ``tool_use`` id, fallback or not); `tests/unit/test_proof.py` holds the two
+  ``tool_use`` id, fallback or not); `tests/unit/test_builder_check.py` holds the two
   equal to the real converter's verdict on seeded histories.
 * Gemini's (`adk_pairing.checks.gemini_violations`): calls answered in call
   order and count; Gemini receives the contents as they are.

@@ -1,4 +1,4 @@
-"""The pairing rules over a model request's contents, and the repair that makes them hold.
+"""The request pass: a model request made to satisfy every provider's pairing rules.
 
 This module is pure: it reads a list of ``google.genai.types.Content`` (what
 ADK's request builder put in ``LlmRequest.contents``) and returns a list that
@@ -31,7 +31,7 @@ The rules, which hold on every list this module returns:
    ``function_response`` parts of the content right after it, one each, in call
    order, under the call's function name (Gemini pairs by name; a result that
    answers a call by id under another name is renamed); a call nothing
-   answers gets the view's placeholder (`adk_pairing.repair.placeholder_part`),
+   answers gets the view's placeholder (`adk_pairing.placeholders.placeholder_part`),
    *pending* when ADK holds the call open and *missing* otherwise, exactly as
    in the view;
 2. no ``function_response`` appears anywhere else: one that answers nothing is
@@ -81,7 +81,7 @@ from google.genai import types
 
 from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
-from .repair import PlaceholderTexts, placeholder_part
+from .placeholders import PlaceholderTexts, placeholder_part
 from .wire import MODEL_ROLES, call_key, held_open_call_ids, is_mixed
 
 __all__ = [
