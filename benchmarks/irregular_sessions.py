@@ -1,4 +1,4 @@
-"""What the proof of an irregular history's view costs (`adk_pairing.proof`), against unwrapped.
+"""What checking an irregular history's view costs (`adk_pairing.builder_check`), vs unwrapped.
 
 Usage: ``.venv/bin/python benchmarks/irregular_sessions.py [--events N] [--rounds N] [--json]``
 

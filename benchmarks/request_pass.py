@@ -43,9 +43,9 @@ from timing import interleave
 from turns import TextReplyModel, search_documents
 from workloads import AGENT, APP, HEALTHS, USER, USER_TEXT, realistic_history
 
-from adk_pairing.contents import satisfies_pairing_rules
+from adk_pairing.placeholders import is_synthetic
 from adk_pairing.plugin import PairingPlugin
-from adk_pairing.repair import is_synthetic
+from adk_pairing.request_pass import satisfies_pairing_rules
 from adk_pairing.service import PairingSessionService
 
 #: How each history reaches ADK's request builder.

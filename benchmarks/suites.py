@@ -53,7 +53,8 @@ from workloads import (
 )
 
 from adk_pairing.analysis import analyze, build_ledger, live_event_mask
-from adk_pairing.repair import is_synthetic, repaired_events
+from adk_pairing.placeholders import is_synthetic
+from adk_pairing.repair import repaired_events
 from adk_pairing.service import PairedSession, PairingSessionService
 
 

@@ -16,15 +16,15 @@ from .adk_services import register_pairing_schemes
 from .analysis import CallStatus, PairingReport, TrackedCall, analyze
 from .config import ConfigError, load_config, load_session_service
 from .masking import mask_uri
-from .plugin import PairingPlugin
-from .repair import (
+from .placeholders import (
     DEFAULT_MISSING_TEXT,
     DEFAULT_PENDING_TEXT,
     METADATA_KEY,
     PlaceholderTexts,
     is_synthetic,
-    repaired_events,
 )
+from .plugin import PairingPlugin
+from .repair import repaired_events
 from .service import PairingSessionService, create_session_service
 from .view import PairedSession
 

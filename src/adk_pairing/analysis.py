@@ -35,10 +35,9 @@ builds a model request:
   (``sessions/_rewind_utils.py``, ``runners.py`` before 2.9); a rewind with
   content is malformed, but one rule for all events is what keeps every path
   that builds a view (append, fresh read, cached read) on the same view.
-* An unanswered call is *pending* when ADK holds it open on purpose (its id is
-  in the event's ``long_running_tool_ids``, or it is a confirmation,
-  credential or input request) and *missing* otherwise.
-* A call is also pending while the child run it started waits (`held_by_child`):
+* An unanswered call is *pending* when ADK holds it open on purpose
+  (`adk_pairing.wire.is_held_open`) and *missing* otherwise.
+* A call is also pending while the child run it started waits (`adk_pairing.wire.held_by_child`):
   from google-adk 2.6 a sub-agent with ``mode="single_turn"`` or ``"task"``
   runs as a tool in the caller's session, in a branch whose segment
   ``<agent>@<call id>`` names the call (``_BranchPath.run_ids``, the way ADK's
@@ -48,9 +47,9 @@ builds a model request:
   missing again then); a task run (its events scoped to the call,
   ``isolation_scope == <call id>``) holds its call open until the task ends
   (``_TaskAgentTool`` defers the result).
-* A call sharing its `Part` with text is not a call on the wire: ADK's
-  Anthropic converter sends the text and drops the call (`never_sent_as_a_call`),
-  so a placeholder for it would be an orphan ``tool_result``. Malformed input.
+* A call sharing its `Part` with text (or a signed thought) is not a call on
+  the wire (`adk_pairing.wire.never_sent_as_a_call`), so a placeholder for it
+  would be an orphan ``tool_result``. Malformed input.
 
 Older request builders pair reused ids differently, and the view must never
 make their request worse than the stored history's. Two traits, detected by
@@ -83,7 +82,7 @@ ADK's request builder keys its rearranging on call ids (an id-less response
 counts under the id ``None``) and picks one response event per call event and
 id, so in such a history where a placeholder lands in the request depends on
 the rest of the history, and on the ADK release. The ledger marks them
-(`PairingLedger.irregular`); `adk_pairing.proof` then checks the view against
+(`PairingLedger.irregular`); `adk_pairing.builder_check` then checks the view against
 ADK's own builder before it is served. ADK itself writes none of these: a
 model that repeats ids gives the first two, hand-written, migrated or damaged
 stores the rest. A response repeating the id of an answered call in an event
@@ -110,31 +109,15 @@ from google.adk.events.event import Event
 from google.genai.types import FunctionCall, Part
 
 from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
-
-#: Calls ADK answers only when a person (or client) does: confirmations,
-#: credential requests and ask-user/request-input prompts.
-HELD_OPEN_CALL_NAMES = frozenset(
-    {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
+from .wire import (
+    IrregularShape,
+    branch_shows,
+    branches_shown_to,
+    call_key,
+    held_by_child,
+    is_held_open,
+    never_sent_as_a_call,
 )
-
-
-def branch_shows(branch: str | None, event_branch: str | None) -> bool:
-    """Whether ADK's request builder shows an agent running in `branch` an event in `event_branch`.
-
-    ``_is_event_belongs_to_branch`` (``flows/llm_flows/contents.py`` 1.20.0:619,
-    2.6.2:1124; ``flows/llm_flows/context/_contents.py`` 2.10.0:663,
-    2.13.0:768): every event when either branch is empty, else the same branch
-    or an ancestor of it, compared by whole dot-separated segments.
-    """
-    if not branch or not event_branch:
-        return True
-    return branch == event_branch or branch.startswith(event_branch + ".")
-
-
-def _branches_shown_to(branch: str) -> list[str | None]:
-    """Every branch whose events `branch_shows` an agent in non-empty `branch`."""
-    segments = branch.split(".")
-    return [None, *(".".join(segments[:end]) for end in range(1, len(segments) + 1))]
 
 
 class CallStatus(enum.StrEnum):
@@ -171,7 +154,7 @@ class TrackedCall:
     @property
     def key(self) -> str:
         """The call's id, or its function name when the model gave it no id."""
-        return self.call_id or self.name
+        return call_key(self.call_id, self.name)
 
 
 class BranchedCall(TrackedCall):
@@ -182,17 +165,6 @@ class BranchedCall(TrackedCall):
     def __init__(self, *fields: object, branch: str) -> None:
         super().__init__(*fields)  # type: ignore[arg-type]
         self.branch = branch  # type: ignore[misc]
-
-
-def never_sent_as_a_call(part: Part) -> bool:
-    """Whether ADK's Anthropic converter sends `part` as something other than its call.
-
-    ``part_to_message_block`` (``models/anthropic_llm.py``: 1.20.0:88,
-    2.6.2:304-323, 2.13.0:527-545) tries thinking (``thought`` with text or a
-    signature), then text, and only then ``function_call``; the first match
-    wins and the rest of the part is dropped. Only a malformed part holds both.
-    """
-    return bool(part.text or (part.thought and part.thought_signature))
 
 
 def live_event_mask(events: Sequence[Event]) -> list[bool]:
@@ -237,10 +209,6 @@ def is_rewind(event: Event) -> bool:
     return bool(actions is not None and actions.rewind_before_invocation_id)
 
 
-#: The same check as `is_rewind` (the name earlier releases used).
-has_rewind = is_rewind
-
-
 class Observation(NamedTuple):
     """What observing one event changed."""
 
@@ -262,23 +230,6 @@ class Observation(NamedTuple):
 
 
 _NOTHING_CHANGED = Observation((), None)
-
-
-def held_by_child(branch: str, scope: str | None, waits: bool) -> list[str]:
-    """The ids of the calls an event in `branch` holds open: the calls whose runs it is in.
-
-    `branch` names each run it is nested in by a segment ``<agent>@<call id>``
-    (``events/_branch_path.py`` ``_BranchPath.run_ids``, 2.6.2 and later).
-    When the event `waits` (it holds a call ADK holds open), every such call
-    waits on it; otherwise only a task run's own call, the one its events are
-    scoped to (`scope`, ``isolation_scope``), stays open until the task ends.
-    """
-    ids = []
-    for segment in branch.split("."):
-        _, at, run_id = segment.rpartition("@")
-        if at and run_id and (waits or run_id == scope):
-            ids.append(run_id)
-    return ids
 
 
 class OpenCalls(Mapping[int, list[TrackedCall]]):
@@ -318,13 +269,14 @@ class PairingLedger:
     (`adk_pairing.builder_traits`); the rules they switch are in the module
     docstring. With `track_repeated_ids`, a call whose id an earlier call of
     the same event carries is tracked as a call of its own rather than skipped:
-    the request pass (`adk_pairing.contents`) renames such ids apart, so each
+    the request pass (`adk_pairing.request_pass`) renames such ids apart, so each
     is its own ``tool_use`` on the wire and needs its own answer.
     """
 
     __slots__ = (
         "_answered_ids",
         "_answered_in",
+        "_answered_later",
         "_by_branch",
         "_held_now",
         "_holding",
@@ -335,11 +287,13 @@ class PairingLedger:
         "_open_by_id",
         "_previous_index",
         "_seen_call_ids",
+        "_to_confirm",
         "_track_repeated_ids",
         "_waited_on",
         "_withheld",
         "calls",
-        "irregular",
+        "placements_moved",
+        "shapes",
         "traits",
     )
 
@@ -387,9 +341,26 @@ class PairingLedger:
         self._previous_index = -1
         # The calls withheld while a response event is the last one.
         self._withheld: list[TrackedCall] | None = None
-        #: Whether the history walked so far is irregular (see the module
-        #: docstring). Set only on branches a regular history never takes.
-        self.irregular = False
+        # Call event index -> (lowest and highest part index of its calls that
+        # later events answered, the index of the event that did, or -1 when
+        # that cannot take its placeholders, how many it answered), while the
+        # call event still has open calls: where its placeholders may go
+        # (`placement`).
+        self._answered_later: dict[int, tuple[int, int, int, int]] = {}
+        #: Set when a placement `placement` gave moved back to its call event
+        #: (`_pin_placements`); whoever keeps a view current rebuilds it then.
+        self.placements_moved = False
+        # The call event whose record `walk` confirms after the event that
+        # answered some of its calls (`_confirm_sole_answers`), or -1.
+        self._to_confirm = -1
+        #: The irregular shapes of the history walked so far (see the module
+        #: docstring). Added to only on branches a regular history never takes.
+        self.shapes: set[IrregularShape] = set()
+
+    @property
+    def irregular(self) -> bool:
+        """Whether the history walked so far has an irregular shape (`shapes`)."""
+        return bool(self.shapes)
 
     @property
     def withholding(self) -> bool:
@@ -486,14 +457,14 @@ class PairingLedger:
                     if calls_here is None:
                         calls_here = [(part_index, part)]
                         if part_index and _earlier_response_with(parts, part_index):
-                            self.irregular = True  # results and calls in one event
+                            self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
                     else:
                         calls_here.append((part_index, part))
                 response = part.function_response
                 if response is None:
                     continue
                 if calls_here is not None:
-                    self.irregular = True  # calls and results in one event
+                    self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
                 response_id = response.id
                 if walks_back:
                     if response_ids is None:
@@ -502,15 +473,20 @@ class PairingLedger:
                         response_ids.add(response_id or None)
                     if response_id and response_id not in self._seen_call_ids:
                         # Older builders only: a result before any call with its id.
-                        self.irregular = True
+                        self.shapes.add(IrregularShape.RESULT_BEFORE_ITS_CALL)
                 if response_id:
                     if by_last_response:
                         if response_id in self._answered_ids and _earlier_response_with(
                             parts, part_index, response_id
                         ):
-                            self.irregular = True  # one id answered twice in one event
+                            self.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
                         self._settle_every_call_with(
-                            response_id, settled, event.author, response.name, event.branch
+                            response_id,
+                            settled,
+                            event.author,
+                            response.name,
+                            event.branch,
+                            index,
                         )
                         continue
                     # Only open calls are indexed, so a hit is always open.
@@ -519,26 +495,33 @@ class PairingLedger:
                     else:
                         call = self._take_shown(response_id, event.branch)
                     if call is None and _earlier_response_with(parts, part_index, response_id):
-                        self.irregular = True  # one id answered twice in one event
+                        self.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
                 else:
                     queue = idless_open.get(response.name or "")
                     if queue:
                         call = queue.popleft()
                     else:
                         call = None
-                        self.irregular = True
+                        self.shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
                 if call is None:
+                    if self._answered_later:
+                        # Perhaps a second result for an answered call whose
+                        # event still has open calls: ADK takes the last one,
+                        # so no later event may take their placeholders.
+                        self._pin_placements()
                     continue
                 responder = event.author
                 if call.author != responder and responder != "user":
                     # One agent's result for another agent's call: ADK writes a
                     # tool's result under the agent that called it (or the user).
-                    self.irregular = True
+                    self.shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
                 elif walks_back and call.name != (response.name or ""):
-                    self.irregular = True  # older builders only: a result under another name
-                self._settle(call, settled)
+                    self.shapes.add(IrregularShape.RESULT_UNDER_ANOTHER_NAME)
+                self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
+            if self._to_confirm >= 0:
+                self._confirm_sole_answers(parts, index)
             if holding and not (
                 # ADK drops an event of orphan responses before looking for
                 # the last one, so it does not end the hazard.
@@ -575,7 +558,7 @@ class PairingLedger:
         The request pass uses it to skip stretches it has checked already.
 
         Only for a ledger with the newest builder's traits (the request pass's,
-        see `adk_pairing.contents`): under the older traits a call answered
+        see `adk_pairing.request_pass`): under the older traits a call answered
         where it stands also answers, or withholds, calls elsewhere, which
         skipping it would not record.
         """
@@ -645,7 +628,7 @@ class PairingLedger:
                     self._stop_holding(call)  # the caller answers it right after
             return call
         call = None
-        for shown in _branches_shown_to(branch):
+        for shown in branches_shown_to(branch):
             in_branch = by_branch.get(shown)
             candidate = in_branch.get(call_id) if in_branch is not None else None
             if candidate is not None and (call is None or candidate.event_index > call.event_index):
@@ -658,16 +641,88 @@ class PairingLedger:
             self._stop_holding(call)  # the caller answers it right after
         return call
 
-    def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None) -> None:
+    def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None, by: int) -> None:
+        """Marks `call` answered by the event at index `by`."""
         call.answered = True
         if call.withheld:
             return  # already out of the view (see `_withhold_before_a_walk_back`)
-        slot = self._open[call.event_index]
+        event_index = call.event_index
+        slot = self._open[event_index]
         del slot[call.part_index]
         if not slot:
-            del self._open[call.event_index]
+            del self._open[event_index]
+            if self._answered_later:
+                self._answered_later.pop(event_index, None)
+        else:
+            part_index = call.part_index
+            known = self._answered_later.get(event_index)
+            if known is None:
+                # Only the event right after the call event can take its
+                # placeholders (`placement`).
+                after = by if by == event_index + 1 else -1
+                self._answered_later[event_index] = (part_index, part_index, after, 1)
+            else:
+                after = known[2] if known[2] == by else -1
+                self._answered_later[event_index] = (
+                    min(known[0], part_index),
+                    max(known[1], part_index),
+                    after,
+                    known[3] + 1,
+                )
+            if after >= 0:
+                self._to_confirm = event_index
         if settled is not None:
             settled.append(call)
+
+    def _confirm_sole_answers(self, parts: Sequence[Part], index: int) -> None:
+        """Keeps the event at `index` as a placement only if all its results answered one event."""
+        call_index, self._to_confirm = self._to_confirm, -1
+        known = self._answered_later.get(call_index)
+        if known is None or known[2] != index:
+            return
+        results = sum(part.function_response is not None for part in parts)
+        if results != known[3] or len(parts) != results:
+            self._answered_later[call_index] = (known[0], known[1], -1, known[3])
+
+    def _pin_placements(self) -> None:
+        """Leaves every call event's placeholders right after it (`placement`)."""
+        if any(after >= 0 for _, _, after, _ in self._answered_later.values()):
+            self.placements_moved = True
+        self._answered_later = {
+            index: (low, high, -1, count)
+            for index, (low, high, _, count) in self._answered_later.items()
+        }
+
+    def placement(self, index: int) -> int | None:
+        """After which event the placeholders of call event `index` go; None if nowhere.
+
+        ADK's builder merges every response event of one call event into one,
+        in history order (``merge_function_response_events``, 2.13.0
+        ``flows/llm_flows/tools/_rearranger.py:29``; the same merge in every
+        supported release): the first event's results, then each later
+        event's new ones. The placeholders of one call event are one event,
+        in call order. When later events answered some of its calls, that
+        merge gives the answers in call order only if the open calls all come
+        before the answered ones (the placeholders go right after the call
+        event, as usual) or all after them. They go right after the event
+        that answered those only when it is the event right after the call
+        event and holds results for this call event alone (ADK's own shape:
+        an ordinary call's result before a long-running call's); past any
+        other event ADK's rearrangers would attribute or cut differently
+        (a result goes to the newest call before it with its id, and a
+        trailing result event cuts the history back to its call event).
+        Otherwise no one placement can: None.
+        """
+        known = self._answered_later.get(index)
+        if known is None:
+            return index
+        lowest_answered, highest_answered, last_answer, _ = known
+        open_parts = self._open[index]
+        if next(reversed(open_parts)) < lowest_answered:
+            return index
+        if highest_answered < next(iter(open_parts)) and last_answer >= 0:
+            return last_answer
+        return None
 
     def _settle_every_call_with(
         self,
@@ -676,6 +731,7 @@ class PairingLedger:
         author: str,
         name: str | None,
         branch: str | None,
+        by: int,
     ) -> None:
         """ADK <= 2.6: a response with an id answers every call with that id, before or after,
         whose branch is shown the response (`branch_shows`)."""
@@ -692,8 +748,12 @@ class PairingLedger:
             if self._holding:
                 self._stop_holding(call)
             if (call.author != author and author != "user") or call.name != (name or ""):
-                self.irregular = True  # see `walk`
-            self._settle(call, settled)
+                self.shapes.add(
+                    IrregularShape.ANSWER_FROM_ANOTHER_AGENT
+                    if call.name == (name or "")
+                    else IrregularShape.RESULT_UNDER_ANOTHER_NAME
+                )
+            self._settle(call, settled, by)
 
     def _withhold_before_a_walk_back(
         self,
@@ -729,8 +789,8 @@ class PairingLedger:
             # Another branch's call event: ADK builds each branch's request from
             # what it shows, where the two events are not neighbours. Which
             # request walks back is not this rule's to say; the view's check
-            # against ADK's builder is (`adk_pairing.proof`).
-            self.irregular = True
+            # against ADK's builder is (`adk_pairing.builder_check`).
+            self.shapes.add(IrregularShape.RESULT_AFTER_ANOTHER_BRANCHS_CALLS)
             return False
         del self._open[call_index]
         # Open calls elsewhere with a withheld id lose their placeholders too:
@@ -828,7 +888,9 @@ class PairingLedger:
         successor.calls.extend(
             copy for copy in copies.values() if copy.withheld and not copy.answered
         )
-        successor.irregular = self.irregular
+        successor.shapes = set(self.shapes)
+        successor._answered_later = dict(self._answered_later)
+        successor._to_confirm = self._to_confirm
         successor._answered_ids = set(self._answered_ids)
         successor._answered_in = {branch: set(ids) for branch, ids in self._answered_in.items()}
         successor._seen_call_ids = set(self._seen_call_ids)
@@ -857,7 +919,7 @@ class PairingLedger:
             name = function_call.name or ""
             call_id = function_call.id or None
             if never_sent_as_a_call(part):
-                self.irregular = True
+                self.shapes.add(IrregularShape.NOT_SENT_AS_A_CALL)
                 # Malformed: the converter sends this part as its text, so a
                 # placeholder would answer a tool_use that is not there (an
                 # orphan tool_result, rejected). It is not a call on the wire,
@@ -865,10 +927,9 @@ class PairingLedger:
                 # model after the previous tool_use, which is where the ledger
                 # attributes it too.
                 continue
-            # Positional: keyword construction costs a third more on this hot path.
-            held_open = name in HELD_OPEN_CALL_NAMES or (
-                call_id is not None and call_id in held_open_ids
-            )
+            # Positional: cheaper on this hot path (benchmarks/RESULTS.md, "Figures
+            # behind the core's choices").
+            held_open = is_held_open(name, call_id, held_open_ids)
             call = (
                 TrackedCall(index, part_index, call_id, name, held_open, author)
                 if branch is None
@@ -878,13 +939,17 @@ class PairingLedger:
             )
             if call_id is not None and by_last_response:
                 if call_id in opened_ids or call_id in self._open_by_id:
-                    self.irregular = True  # twice in one event, or reused while open
+                    self.shapes.add(
+                        IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT
+                        if call_id in opened_ids
+                        else IrregularShape.CALL_ID_REUSED_WHILE_OPEN
+                    )
                 opened_ids.add(call_id)
                 if call_id in self._answered_ids and (
                     branch is None
                     or any(
                         call_id in self._answered_in.get(shown, ())
-                        for shown in _branches_shown_to(branch)
+                        for shown in branches_shown_to(branch)
                     )
                 ):
                     # ADK <= 2.6 puts the last response with this id its branch
@@ -896,7 +961,7 @@ class PairingLedger:
                 self._open_by_id.setdefault(call_id, []).append(call)
             elif call_id is not None:
                 if call_id in opened_ids:
-                    self.irregular = True
+                    self.shapes.add(IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT)
                     if not self._track_repeated_ids:
                         # Malformed: the same id twice in one event is one
                         # tool_use id on the wire; one result answers both (and
@@ -908,18 +973,18 @@ class PairingLedger:
                         continue
                 opened_ids.add(call_id)
                 if call_id in newest_by_id:
-                    # A dict.setdefault here cost 2% more of a cold walk.
-                    self.irregular = True  # reused while an earlier call with it is open
+                    # Not dict.setdefault: dearer on a cold walk (benchmarks/RESULTS.md).
+                    self.shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
                 newest_by_id[call_id] = call
                 if in_branch is not None:
                     in_branch[call_id] = call
             else:
                 if idless_here is None:
                     idless_here = {}
-                elif not self.irregular:
+                elif IrregularShape.IDLESS_CALLS_IN_ONE_EVENT not in self.shapes:
                     # Two id-less calls in one event: ADK merges their result
                     # events keyed by id, and both results have the key None.
-                    self.irregular = True
+                    self.shapes.add(IrregularShape.IDLESS_CALLS_IN_ONE_EVENT)
                 idless_here.setdefault(name, deque()).append(call)
             opened[part_index] = call
         self.calls.extend(opened.values())
@@ -963,10 +1028,9 @@ def build_ledger(
     Without `live`, the common case (no rewind anywhere) costs one pass: the
     rewind check rides along, and only a history that has one is walked again
     with its mask. Every event is checked, content or not, exactly as
-    `live_event_mask` and ADK's request builder honour a rewind on any event:
-    checking only content-less events (as ADK writes rewinds) was cheaper, but
-    let a rewind carrying content count here and not in the mask, so views
-    built by different paths disagreed. `traits` default to the installed ADK's.
+    `live_event_mask` and ADK's request builder honour a rewind on any event,
+    so views built by different paths agree. `traits` default to the
+    installed ADK's.
     """
     ledger = PairingLedger(traits)
     if live is None:
@@ -996,6 +1060,8 @@ class PairingReport:
     """The status of every live function call in a history."""
 
     calls: tuple[TrackedCall, ...]
+    #: The history's irregular shapes (`PairingLedger.shapes`), empty when regular.
+    shapes: frozenset[IrregularShape] = frozenset()
 
     def with_status(self, status: CallStatus) -> list[TrackedCall]:
         return [call for call in self.calls if call.status is status]
@@ -1025,4 +1091,21 @@ def analyze(events: Iterable[Event], *, traits: BuilderTraits | None = None) -> 
     release: each response answering the newest call before it with its id.
     """
     event_list = events if isinstance(events, Sequence) else list(events)
-    return PairingReport(calls=tuple(build_ledger(event_list, traits=traits).calls))
+    ledger = build_ledger(event_list, traits=traits)
+    return PairingReport(calls=tuple(ledger.calls), shapes=frozenset(ledger.shapes))
+
+
+def held_open_call_ids(events: Iterable[Event]) -> set[str]:
+    """The ids of the calls ADK holds open and nothing has answered yet, as the view decides.
+
+    For the request pass, which sees contents without ``long_running_tool_ids``
+    or branches: the ledger's own decision (`TrackedCall.held_open`, so a call
+    waiting on its child run counts too), for the *newest* call with each id.
+    Model ids such as ``call_1`` repeat across turns: an id once held open and
+    later reused by an ordinary call that was lost is not held open.
+    """
+    newest: dict[str, TrackedCall] = {}
+    for call in analyze(events, traits=NEWEST_BUILDER).calls:
+        if call.call_id:
+            newest[call.call_id] = call
+    return {call_id for call_id, call in newest.items() if call.held_open and not call.answered}

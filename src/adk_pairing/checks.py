@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
@@ -93,12 +92,11 @@ from typing import Any
 
 from google.genai import types
 
+from .wire import IdlessCalls, anthropic_keeps_id, is_model_role
+
 #: The rules `request_violations` checks, in the order it reports them.
 RULES = ("anthropic", "openai_chat", "gemini", "strict_alternation")
 
-#: Tool ids the Messages API accepts; ADK's sanitizer keeps exactly these
-#: (1.39.1+ ``_ToolUseIdSanitizer.sanitize``), 1.20.0 keeps every id.
-_ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _OWN_ID_PREFIX = "adkpairingcheck_"
 
 #: Any OpenAI-compatible model string; LiteLlm picks provider quirks from it.
@@ -159,7 +157,7 @@ class _OwnIds:
 
     def alias(self, original: str) -> str:
         """`original` itself when every converter keeps it, else its own fresh id."""
-        if _ANTHROPIC_ID.fullmatch(original) and not original.startswith(_OWN_ID_PREFIX):
+        if anthropic_keeps_id(original) and not original.startswith(_OWN_ID_PREFIX):
             return original
         if original not in self._aliases:
             self._aliases[original] = self.fresh(original)
@@ -178,12 +176,12 @@ def _with_positional_ids(
     right before it (same name first, then oldest), as pairing is positional.
     """
     ids = _OwnIds(contents)
-    open_calls: list[tuple[str | None, str]] = []  # id-less calls of the last model turn
+    idless = IdlessCalls()  # the id-less calls of the last model turn
     previous_role: str | None = None
     rewritten: list[types.Content] = []
     for content in contents:
-        if content.role == "model" and previous_role != "model":
-            open_calls = []
+        if is_model_role(content.role) and not is_model_role(previous_role):
+            idless.start_turn()
         parts: list[types.Part] = []
         for part in content.parts or ():
             call, response = part.function_call, part.function_response
@@ -192,7 +190,7 @@ def _with_positional_ids(
                     new_id = ids.alias(call.id)
                 else:
                     new_id = ids.fresh(f"<no id: {call.name}>")
-                    open_calls.append((call.name, new_id))
+                    idless.open(call.name, new_id)
                 part = part.model_copy(
                     update={"function_call": call.model_copy(update={"id": new_id})}
                 )
@@ -200,13 +198,8 @@ def _with_positional_ids(
                 if response.id:
                     new_id = ids.alias(response.id)
                 else:
-                    match = next((c for c in open_calls if c[0] == response.name), None)
-                    match = match or (open_calls[0] if open_calls else None)
-                    if match is not None:
-                        open_calls.remove(match)
-                        new_id = match[1]
-                    else:
-                        new_id = ids.fresh(f"<no id: {response.name}>")
+                    match = idless.answer(response.name)
+                    new_id = match or ids.fresh(f"<no id: {response.name}>")
                 part = part.model_copy(
                     update={"function_response": response.model_copy(update={"id": new_id})}
                 )

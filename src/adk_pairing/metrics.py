@@ -12,7 +12,9 @@ ADK's dashboards and ours stay apart), holding four instruments:
   raised; get/create served the stored session), ``append`` (the view's
   upkeep raised and it fell back to the stored events), ``unproven`` (an
   irregular history whose placeholders ADK's builder could misplace,
-  `adk_pairing.proof`; counted per read, like placeholders);
+  `adk_pairing.builder_check`; counted per read, like placeholders), with a
+  ``shape`` label naming the history's shape (`adk_pairing.wire.IrregularShape`,
+  or ``answers_out_of_order``, `adk_pairing.repair.Fallback`);
 - ``adk_pairing.get_session.duration`` (histogram, ``s``): the decorator's
   own time per ``get_session``, the inner store's read excluded, labelled
   ``app``;
@@ -124,9 +126,13 @@ class LiveMetrics:
         except Exception:
             _turn_off("recording failed")
 
-    def count_fallback(self, app: str, operation: str) -> None:
+    def count_fallback(self, app: str, operation: str, shape: str | None = None) -> None:
+        """Counts one session served unrepaired; `shape` says why, when known."""
+        attributes = {"app": app, "operation": operation}
+        if shape is not None:
+            attributes["shape"] = shape
         try:
-            self._fallbacks.add(1, {"app": app, "operation": operation})
+            self._fallbacks.add(1, attributes)
         except Exception:
             _turn_off("recording failed")
 

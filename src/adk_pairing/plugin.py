@@ -1,6 +1,6 @@
 """`PairingPlugin`: the last pass over every model request, so every provider accepts it.
 
-A thin shell over `adk_pairing.contents`: it takes the contents ADK has built
+A thin shell over `adk_pairing.request_pass`: it takes the contents ADK has built
 for this request, has them repaired, assigns the result to
 ``llm_request.contents`` and logs what was repaired. It never touches the
 session or any event.
@@ -35,16 +35,19 @@ it and the error is logged: the plugin is never less available than ADK.
 from __future__ import annotations
 
 import logging
-import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .contents import held_open_call_ids, repair_contents
+from .analysis import held_open_call_ids
 from .metrics import record_request_repairs
-from .repair import PlaceholderTexts
+from .placeholders import PlaceholderTexts
+from .request_pass import repair_contents
 from .service import PairingSessionService
+from .wire import pairs_calls_by_id
+
+__all__ = ["PairingPlugin", "pairs_calls_by_id"]
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
@@ -52,27 +55,6 @@ if TYPE_CHECKING:
     from google.adk.models.llm_response import LlmResponse
 
 logger = logging.getLogger("adk_pairing")
-
-#: Model classes that pair tool calls with their results by id, by module and
-#: name (the list of ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, 2.12.0+).
-_ID_PAIRING_MODELS = (
-    ("google.adk.models.anthropic_llm", "AnthropicLlm"),
-    ("google.adk.models.lite_llm", "LiteLlm"),
-    ("google.adk.integrations.openai._openai_responses_llm", "OpenAIResponsesLlm"),
-)
-
-
-def pairs_calls_by_id(model: object) -> bool:
-    """Whether `model` (a ``BaseLlm``) sends calls and results paired by id.
-
-    A model can only be an instance of a class whose module is imported, so
-    each class is looked up in ``sys.modules``: nothing is imported here.
-    """
-    for module_name, class_name in _ID_PAIRING_MODELS:
-        model_class = getattr(sys.modules.get(module_name), class_name, None)
-        if isinstance(model_class, type) and isinstance(model, model_class):
-            return True
-    return False
 
 
 class PairingPlugin(BasePlugin):

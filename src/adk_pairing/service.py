@@ -61,9 +61,11 @@ from .factory import create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
 from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
-from .repair import PlaceholderTexts, repair_history
+from .placeholders import PlaceholderTexts
+from .repair import Fallback, repair_history
 from .uris import PAIRING_PREFIX, is_pairing_uri
 from .view import PairedSession, mirror_fields, paired_view, view_state_of
+from .wire import IrregularShape
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 
@@ -340,10 +342,11 @@ class PairingSessionService(BaseSessionService):
             view = paired_view(stored, ledger, repaired, self._texts)
             if log_missing:
                 metrics = live_metrics()
-                if repaired.unproven:
-                    _log_unproven(stored)
+                if repaired.fallback is not None:
+                    shape = _shape_name(repaired.fallback, ledger)
+                    _log_unproven(stored, shape)
                     if metrics:
-                        metrics.count_fallback(stored.app_name, "unproven")
+                        metrics.count_fallback(stored.app_name, "unproven", shape)
                 else:
                     self._log_missing(stored, ledger)
                     if metrics and ledger.open_calls:
@@ -388,16 +391,24 @@ class PairingSessionService(BaseSessionService):
                     )
 
 
-def _log_unproven(stored: Session) -> None:
-    if _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
-        logger.warning(
-            "Session %s has unanswered function calls in a history ADK's request builder "
-            "rearranges by call id (a reused or repeated id, text and a call in one part, or "
-            "a result nothing waits for), and placeholders there could make the request "
-            "worse; the view serves its events as stored. Add PairingPlugin to the runner "
-            "to answer the calls in the request itself.",
-            _session_key(stored),
-        )
+def _shape_name(fallback: Fallback, ledger: PairingLedger) -> str:
+    """The shape a view served as stored has: one name, so metric labels stay few."""
+    if fallback is Fallback.UNPROVEN and ledger.shapes:
+        return min(ledger.shapes, key=list(IrregularShape).index).value
+    return fallback.value
+
+
+def _log_unproven(stored: Session, shape: str) -> None:
+    if not _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
+        return
+    logger.warning(
+        "Session %s has unanswered function calls in a history whose placeholders would "
+        "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
+        "or merges them out of call order); the view serves its events as stored. Add "
+        "PairingPlugin to the runner to answer the calls in the request itself.",
+        _session_key(stored),
+        shape,
+    )
 
 
 #: Marks a state key that did not exist before an append.

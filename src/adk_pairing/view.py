@@ -25,7 +25,7 @@ returned. The rules it keeps:
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, an append after a response event that made the ledger
   withhold calls, or an append to an irregular history with unanswered calls
-  (whose view must be checked whole against ADK's builder, `adk_pairing.proof`)
+  (whose view must be checked whole against ADK's builder, `adk_pairing.builder_check`)
   makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
@@ -45,7 +45,8 @@ from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
 from .analysis import PairingLedger, build_ledger, is_rewind
-from .repair import PlaceholderTexts, RepairedHistory, RepairedSlot, repair_history
+from .placeholders import PlaceholderTexts, RepairedSlot
+from .repair import RepairedHistory, repair_history
 
 #: Whether the running ADK's `Session` carries a storage revision marker (absent
 #: in 1.20.0, present in 1.39.1 and every 2.x); a view mirrors it.
@@ -55,7 +56,7 @@ HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("inner", "ledger", "slot_order", "slots", "texts")
+    __slots__ = ("checked", "inner", "ledger", "slot_order", "slots", "texts")
 
     def __init__(
         self, inner: Session, ledger: PairingLedger | None, texts: PlaceholderTexts
@@ -70,10 +71,18 @@ class ViewState:
         # The keys of `slots`, sorted: how many synthetic events precede a
         # stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
+        #: The view was checked whole against ADK's builder, or serves the
+        #: stored events after that check (`adk_pairing.repair.repair_history`):
+        #: the verdict depends on the whole history, so each append repairs
+        #: the view again.
+        self.checked = False
 
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
+        self.checked = repaired.unproven or any(
+            slot.anchor is None for slot in repaired.slots.values()
+        )
 
     def catch_up(self, view: PairedSession, stored_before: int) -> None:
         """Brings `view` up to date with the inner session, which held `stored_before` events."""
@@ -89,25 +98,39 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
-            if ledger.withholding or (ledger.irregular and ledger.open_calls):
+            if ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls):
                 # The next event with parts releases the withheld calls (ADK
                 # <= 2.10, see `PairingLedger`), and `observe` does not report
                 # that release; an irregular history's placeholders hold only
                 # once ADK's builder has checked the whole view
-                # (`adk_pairing.proof`). So the view is repaired again from the
+                # (`adk_pairing.builder_check`). So the view is repaired again from the
                 # store's history, which the rebuild walks to its end.
                 self.rebuild(view)
                 return
             view_events.append(event)
             settled, opened, held = ledger.observe(event, index)
+            if ledger.placements_moved:
+                # Some placeholders must move back to their call events.
+                ledger.placements_moved = False
+                self.rebuild(view)
+                return
             if ledger.irregular and ledger.open_calls:
                 self.rebuild(view)
                 return
             if settled or held:
                 touched: dict[int, None] = {}
                 for call in settled:
-                    self.slots[call.event_index].settle(call.part_index)
-                    touched[call.event_index] = None
+                    call_index = call.event_index
+                    if (
+                        self.slots[call_index].anchor != call_index
+                        or ledger.placement(call_index) != call_index
+                    ):
+                        # Its placeholders sit, or must now sit, after a later
+                        # event than the call (`PairingLedger.placement`).
+                        self.rebuild(view)
+                        return
+                    self.slots[call_index].settle(call.part_index)
+                    touched[call_index] = None
                 for call in held:
                     # Its placeholder's status changed (a child run began or
                     # stopped waiting): the slot is made again from the ledger,
@@ -116,7 +139,10 @@ class ViewState:
                     if previous is None:
                         continue  # withheld from the view (see `PairingLedger`)
                     slot = RepairedSlot(
-                        previous.call_event, ledger.open_calls[call.event_index], self.texts
+                        previous.call_event,
+                        ledger.open_calls[call.event_index],
+                        self.texts,
+                        previous.anchor,
                     )
                     slot.synthetic = previous.synthetic
                     self.slots[call.event_index] = slot
@@ -146,7 +172,7 @@ class ViewState:
     def _open_slot(self, view: PairedSession, index: int) -> None:
         """Repairs the call event just appended at stored `index` (the view's last event)."""
         calls = self.ledger.open_calls[index]  # all of a new event's calls are open
-        slot = RepairedSlot(self.inner.events[index], calls, self.texts)
+        slot = RepairedSlot(self.inner.events[index], calls, self.texts, index)
         view.events[-1], synthetic = slot.render()
         view.events.append(synthetic)
         self.slots[index] = slot
@@ -217,7 +243,7 @@ def paired_view(
         last_update_time=stored.last_update_time,
     )
     view_state = ViewState(stored, ledger, texts)
-    if repaired.slots:
+    if repaired.slots or repaired.unproven:
         view_state.index_slots(repaired)
     view._pairing = view_state
     mirror_fields(view, stored)
@@ -228,7 +254,8 @@ def view_state_of(session: Session) -> ViewState | None:
     """The view's link to its inner session; None for any other session.
 
     Reads pydantic's private-attribute dict directly: ``session._pairing``
-    goes through ``BaseModel.__getattr__``, ~1.8 µs on every append.
+    goes through ``BaseModel.__getattr__`` on every append (its cost:
+    benchmarks/RESULTS.md, "Figures behind the core's choices").
     """
     if not isinstance(session, PairedSession):
         return None

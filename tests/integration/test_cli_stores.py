@@ -24,7 +24,7 @@ from google.genai import types
 from typer.testing import CliRunner
 
 from adk_pairing.cli import app
-from adk_pairing.repair import METADATA_KEY
+from adk_pairing.placeholders import METADATA_KEY
 from tests.adk_features import HAS_ADK_REDIS, HAS_SESSION_SCHEMAS, requires
 from tests.conftest import require_server
 
@@ -449,7 +449,9 @@ def test_show_json_puts_a_synthetic_result_after_each_unanswered_call(store: Sto
     shown = json.loads(result.stdout)
     stored, view = shown["stored_events"], shown["view_events"]
     assert len(stored) == 3 and len(view) == 4
-    assert [e["synthetic"] for e in view] == [False, False, True, False]
+    # After c-ok2's result: ADK merges a call event's results in history order,
+    # so the answers reach the model in call order.
+    assert [e["synthetic"] for e in view] == [False, False, False, True]
     assert not any(e["synthetic"] for e in stored)
     call_parts = stored[1]["parts"]
     assert [(p["id"], p["status"]) for p in call_parts] == [
@@ -457,7 +459,7 @@ def test_show_json_puts_a_synthetic_result_after_each_unanswered_call(store: Sto
         ("c-m4", "missing"),
         ("c-p2", "pending"),
     ]
-    synthetic = view[2]
+    synthetic = view[3]
     assert synthetic["author"] == "agent"
     assert [(p["kind"], p["id"], p["status"]) for p in synthetic["parts"]] == [
         ("response", "c-m4", "missing"),

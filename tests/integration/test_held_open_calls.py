@@ -138,7 +138,34 @@ async def test_same_turn_request_after_parallel_ordinary_and_long_running_call_i
     assert_every_request_valid(wrapped.script)
     second = wrapped.script.last
     assert placeholder_ids(second, CallStatus.PENDING.value) == ["call_b"]
-    assert sorted(r.id for r in second.function_responses) == ["call_a", "call_b"]
+    assert [r.id for r in second.function_responses] == ["call_a", "call_b"]
+    assert not second.rules["gemini"], "answers must come in call order"
+
+
+async def test_later_turns_answer_an_ordinary_then_long_running_call_in_call_order(
+    backend: Backend,
+) -> None:
+    """ADK stores the ordinary call's result in an event of its own after the
+    call event, and nothing for the long-running call: the view's placeholder
+    for it must follow that result, or ADK's builder merges them as [B, A]."""
+    steps = [
+        calls(
+            call("lookup", {"city": "Oslo"}, id="call_a"),
+            call("start_job", {"name": "report"}, id="call_b"),
+        ),
+        text("Sunny; the report is on its way."),
+        text("Still running."),
+    ]
+    harness = Harness.build(backend, wrapped=True, steps=steps)
+    session_id = await harness.new_session()
+    await harness.turn(session_id, "weather, and start the report")
+    await harness.turn(session_id, "how is the report going?")
+
+    assert_every_request_valid(harness.script)
+    for request in harness.script.requests[1:]:
+        assert [r.id for r in request.function_responses] == ["call_a", "call_b"]
+        assert not request.rules["gemini"], request.rules["gemini"]
+        assert not request.rules["openai_chat"], request.rules["openai_chat"]
 
 
 async def test_same_turn_request_after_parallel_long_running_call_is_rejected_unwrapped(

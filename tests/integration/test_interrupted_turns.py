@@ -266,7 +266,7 @@ async def test_a_model_reusing_the_id_of_its_interrupted_call_gets_valid_request
 ) -> None:
     """Models that number their calls per turn (``call_1``) reuse an id while the
     interrupted call with it is still unanswered: an irregular history, whose view
-    `adk_pairing.proof` checks against ADK's own builder on every read and append.
+    `adk_pairing.builder_check` checks against ADK's own builder on every read and append.
     Every request stays valid, and nothing synthetic reaches the store."""
     steps = [
         calls(call("hang", {"reason": "slow"}, id="call_1")),

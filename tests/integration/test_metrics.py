@@ -226,7 +226,7 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
     reader: InMemoryMetricReader, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ADK merges result events keyed by id: a placeholder would collapse the stored results."""
-    from tests.unit.test_proof import _idless_results_after_a_placeholder
+    from tests.unit.test_builder_check import _idless_results_after_a_placeholder
 
     events = _idless_results_after_a_placeholder()
     inner = InMemorySessionService()
@@ -245,7 +245,9 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
     warnings = [r for r in caplog.records if r.name == "adk_pairing"]
     assert len(warnings) == 1 and "PairingPlugin" in warnings[0].getMessage()
     assert "s1" in warnings[0].getMessage()
+    shape = "idless_calls_in_one_event"  # the first of its shapes
+    assert f"shape={shape}" in warnings[0].getMessage()
     assert totals(reader, metrics.REPAIR_FALLBACKS) == {
-        (("app", "shop"), ("operation", "unproven")): 2
+        (("app", "shop"), ("operation", "unproven"), ("shape", shape)): 2
     }
     assert metrics.PLACEHOLDERS not in points(reader)

@@ -24,10 +24,10 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from adk_pairing.analysis import has_rewind
+from adk_pairing.analysis import is_rewind
 from tests.unit.events import AGENT, call, model_event, response, response_event, user_text
 
-ID_POOL = ("c1", "c2", "c3")
+ID_POOL = ("c1", "c2", "c3", "ïd 1")
 NAMES = ("lookup", "fetch", "adk_request_confirmation")
 
 #: Event kind -> weight.
@@ -139,12 +139,14 @@ def traits(events: list[Event]) -> set[str]:
     results: Counter[str] = Counter()
     open_ids: set[str | None] = set()
     for event in events:
-        if has_rewind(event):
+        if is_rewind(event):
             found.add("a rewind with content" if event.content else "a rewind")
         parts = event.content.parts or () if event.content else ()
         if any(part.function_call and part.text for part in parts):
             found.add("text and a call in one part")
         ids = [c.id for c in event.get_function_calls() if c.id]
+        if any(not i.isascii() or " " in i for i in ids):
+            found.add("a call id with spaces or non-ASCII characters")
         if len(ids) != len(set(ids)):
             found.add("a call id twice in one event")
         if open_ids.intersection(ids):

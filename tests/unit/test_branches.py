@@ -135,7 +135,8 @@ def test_the_view_check_builds_each_branchs_own_request() -> None:
     breakage behind it."""
     from google.genai import types
 
-    from adk_pairing.repair import PlaceholderTexts, repair_history
+    from adk_pairing.placeholders import PlaceholderTexts
+    from adk_pairing.repair import repair_history
 
     first, second = "fan.worker@1", "fan.worker@2"
     mixed = types.Part(

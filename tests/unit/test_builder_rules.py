@@ -15,7 +15,8 @@ from google.genai import types
 from adk_pairing import analysis, repaired_events
 from adk_pairing.analysis import analyze, build_ledger
 from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
-from adk_pairing.repair import PlaceholderTexts, place_repairs
+from adk_pairing.placeholders import PlaceholderTexts
+from adk_pairing.repair import place_repairs
 
 from .events import call, model_event, response, response_event, user_text
 
@@ -32,8 +33,9 @@ def statuses(events: list[Event], traits: BuilderTraits) -> list[tuple[str, str]
 
 
 def placeholders(events: list[Event], traits: BuilderTraits) -> list[str | None]:
-    """Where the rules under `traits` place placeholders. Without `adk_pairing.proof`, which
-    checks an irregular view against the *installed* ADK's builder (tests/unit/test_proof.py)."""
+    """Where the rules under `traits` place placeholders. Without `adk_pairing.builder_check`,
+    which checks an irregular view against the *installed* ADK's builder
+    (tests/unit/test_builder_check.py)."""
     ledger = build_ledger(events, traits=traits)
     repaired = place_repairs(events, ledger, PlaceholderTexts()).events
     return [

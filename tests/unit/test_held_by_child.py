@@ -165,10 +165,11 @@ def test_observing_the_child_stop_waiting_reports_the_parent_call_it_released(
 
 def test_the_request_pass_counts_a_call_waiting_on_its_child_as_held_open() -> None:
     """`PairingPlugin` answers such a call as pending too, should it have to."""
-    from adk_pairing.contents import held_open_call_ids
+    from adk_pairing.analysis import held_open_call_ids
 
     waiting = _parent_and_child(_waiting_child())
     assert held_open_call_ids(waiting) == {"parent_1", "child_1"}
     answer = response_event([response("child_1", "start_job")], author="user")
     answer.branch = "child@parent_1"
-    assert held_open_call_ids([*waiting, answer]) == {"child_1"}
+    # The child's call is answered, and the parent's is no longer held by it.
+    assert held_open_call_ids([*waiting, answer]) == set()

@@ -18,11 +18,32 @@ PURE = (
     "analysis.py",
     "analysis_cache.py",
     "builder_traits.py",
-    "contents.py",
+    "request_pass.py",
     "ownership.py",
-    "proof.py",
+    "builder_check.py",
+    "placeholders.py",
     "repair.py",
     "view.py",
+    "wire.py",
+)
+
+#: The wire rules (`adk_pairing.wire`): defined there, imported everywhere else.
+WIRE_RULES = frozenset(
+    {
+        "MODEL_ROLES",
+        "HELD_OPEN_CALL_NAMES",
+        "ANTHROPIC_ID",
+        "ID_PAIRING_MODELS",
+        "anthropic_block",
+        "branch_shows",
+        "branches_shown_to",
+        "held_by_child",
+        "call_key",
+        "is_held_open",
+        "is_mixed",
+        "never_sent_as_a_call",
+        "pairs_calls_by_id",
+    }
 )
 
 
@@ -96,3 +117,31 @@ def test_the_core_and_the_view_never_await() -> None:
             if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith))
         ]
         assert not awaiting, f"{name}: {awaiting}"
+
+
+def test_the_wire_rules_import_nothing_of_ours() -> None:
+    assert _graph()["wire"] == set()
+
+
+def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:
+    """No module restates a wire rule under its name, public or private."""
+    restated: list[str] = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "wire.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            restated += [f"{path.name}: {name}" for name in names if name.lstrip("_") in WIRE_RULES]
+    assert not restated, restated
+
+
+def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:
+    """The request pass answers with the view's placeholder without the view's check."""
+    graph = _graph()
+    assert graph["placeholders"] <= {"adk_compat", "analysis", "wire", "builder_traits"}
+    assert not {"repair", "builder_check", "view"} & graph["request_pass"]

@@ -37,7 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
-from adk_pairing.repair import METADATA_KEY
+from adk_pairing.placeholders import METADATA_KEY
 
 from .events import AGENT, call, model_event, response, response_event, user_text
 

@@ -19,7 +19,7 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService, PlaceholderTexts
-from adk_pairing.contents import held_open_call_ids
+from adk_pairing.analysis import held_open_call_ids
 from adk_pairing.plugin import pairs_calls_by_id
 
 

@@ -28,7 +28,8 @@ from adk_pairing import analyze, is_synthetic, repaired_events
 from adk_pairing.analysis import PairingLedger, TrackedCall, _live_runs, build_ledger
 from adk_pairing.builder_traits import NEWEST_BUILDER, builder_traits
 from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.repair import PlaceholderTexts, place_repairs
+from adk_pairing.placeholders import PlaceholderTexts
+from adk_pairing.repair import place_repairs
 from tests.adk_features import (
     BUILDER_REJECTS_ORPHAN_RESPONSES,
     CHECKER_SEES_IDLESS_CALLS,
@@ -138,7 +139,7 @@ def adk_request_contents(events: list[Event]) -> list[types.Content]:
 def newest_view(events: list[Event]) -> list[Event]:
     """The view's placements as the newest request builder needs them (older ones:
     test_builder_rules), without the check of irregular histories against the
-    installed ADK's builder (`adk_pairing.proof`, tests/unit/test_proof.py)."""
+    installed ADK's builder (`adk_pairing.builder_check`, tests/unit/test_builder_check.py)."""
     ledger = build_ledger(events, traits=NEWEST_BUILDER)
     return place_repairs(events, ledger, PlaceholderTexts()).events
 

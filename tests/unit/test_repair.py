@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from google.adk.events.event import Event
 
-from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repair, repaired_events
-from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.repair import _direct_clone, synthetic_event_id
+from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, placeholders, repaired_events
+from adk_pairing.checks import anthropic_pairing_violations, gemini_violations, request_violations
+from adk_pairing.placeholders import _direct_clone, synthetic_event_id
 from tests.adk_features import requires
+from tests.adk_request import build_request_contents
 
 from .events import AGENT, call, model_event, response, response_event, user_text
 
@@ -32,16 +33,40 @@ def test_healthy_history_is_returned_as_the_same_event_objects() -> None:
 
 def test_synthetic_result_follows_the_call_event_and_answers_every_open_call_in_order() -> None:
     call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
-    events = [user_text(), call_event, response_event([response("c2", "other")]), user_text("x")]
+    events = [user_text(), call_event, response_event([response("c3")]), user_text("x")]
     repaired = repaired_events(events)
     assert len(repaired) == len(events) + 1
     synthetic = repaired[2]
     assert is_synthetic(synthetic)
     assert [(r.id, r.name) for r in synthetic.get_function_responses()] == [
         ("c1", "lookup"),
-        ("c3", "lookup"),
+        ("c2", "other"),
     ]
     assert repaired[3] is events[2]
+
+
+def test_placeholders_follow_the_later_result_of_an_earlier_call_of_their_event() -> None:
+    """ADK merges a call event's result events in history order: [c1's result, placeholders]."""
+    call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
+    events = [user_text(), call_event, response_event([response("c1")]), user_text("x")]
+    repaired = repaired_events(events)
+    assert repaired[2] is events[2]
+    synthetic = repaired[3]
+    assert is_synthetic(synthetic)
+    assert [r.id for r in synthetic.get_function_responses()] == ["c2", "c3"]
+    contents = build_request_contents(repaired)
+    assert [p.function_response.id for p in contents[2].parts] == ["c1", "c2", "c3"]
+    assert not gemini_violations(contents)
+
+
+def test_open_calls_between_answered_ones_never_make_the_request_worse() -> None:
+    """No one placement gives call order: the view is checked against ADK's builder."""
+    call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
+    events = [user_text(), call_event, response_event([response("c2", "other")]), user_text("x")]
+    stored = request_violations(build_request_contents(events))
+    view = request_violations(build_request_contents(repaired_events(events)))
+    for rule in ("anthropic", "openai_chat", "gemini"):
+        assert view[rule] == [] or stored[rule] != [], rule
 
 
 def test_synthetic_event_is_authored_by_the_calling_agent_never_user() -> None:
@@ -198,7 +223,7 @@ def test_clone_equals_pydantic_model_copy_and_shares_no_container() -> None:
 
 def test_direct_clone_is_in_use_with_the_installed_pydantic() -> None:
     # If this fails, views still work (through model_copy) but appends got slower.
-    assert repair._clone is _direct_clone
+    assert placeholders._clone is _direct_clone
 
 
 def test_a_clone_that_stops_matching_model_copy_falls_back_to_model_copy(
@@ -209,14 +234,14 @@ def test_a_clone_that_stops_matching_model_copy_falls_back_to_model_copy(
         object.__setattr__(clone, "__pydantic_fields_set__", set())
         return clone
 
-    monkeypatch.setattr(repair, "_direct_clone", drops_fields_set)
-    assert repair._choose_clone() is repair._model_copy
+    monkeypatch.setattr(placeholders, "_direct_clone", drops_fields_set)
+    assert placeholders._choose_clone() is placeholders._model_copy
 
     def raises(template, update):
         raise AttributeError("__pydantic_private__")
 
-    monkeypatch.setattr(repair, "_direct_clone", raises)
-    assert repair._choose_clone() is repair._model_copy
+    monkeypatch.setattr(placeholders, "_direct_clone", raises)
+    assert placeholders._choose_clone() is placeholders._model_copy
 
 
 @needs_node_info
@@ -233,3 +258,14 @@ def test_every_synthetic_event_has_its_own_actions() -> None:
     assert first.actions is not second.actions
     first.actions.state_delta["k"] = 1
     assert second.actions.state_delta == {}
+
+
+def test_a_second_result_for_the_answered_call_keeps_the_placeholders_in_call_order() -> None:
+    """ADK takes the last result of a call: past the first, the placeholders would lead."""
+    call_event = model_event([call("c1"), call("c2")])
+    events = [user_text(), call_event, response_event([response("c1")])]
+    events += [response_event([response("c1")]), user_text("x")]
+    stored = request_violations(build_request_contents(events))
+    view = request_violations(build_request_contents(repaired_events(events)))
+    for rule in ("anthropic", "openai_chat", "gemini"):
+        assert view[rule] == [] or stored[rule] != [], (rule, view[rule])

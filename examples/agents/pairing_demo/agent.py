@@ -31,7 +31,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.repair import placeholder_text
+from adk_pairing.placeholders import placeholder_text
 
 
 class UnpairedRequestError(RuntimeError):

@@ -52,7 +52,7 @@ from rich.console import Console
 from ..adk_compat import adk_drops_unanswered_calls, close_session_service
 from ..analysis import analyze
 from ..checks import anthropic_pairing_violations, gemini_violations
-from ..repair import METADATA_KEY, placeholder_text
+from ..placeholders import METADATA_KEY, placeholder_text
 from ..service import PairingSessionService
 from ._common import CliError
 from ._demo_agent import (

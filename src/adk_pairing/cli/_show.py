@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import CallStatus, analyze
-from ..repair import METADATA_KEY, is_synthetic
+from ..placeholders import METADATA_KEY, is_synthetic
 from ..service import PairingSessionService
 from ._common import CliError, short
 from ._store import OpenedStore

@@ -75,7 +75,11 @@ SQL_TABLES = ("sessions", "events", "app_states", "user_states")
 def synthetic_markers() -> tuple[str, ...]:
     """Strings only adk-pairing's views contain: its metadata key, its event-id
     prefix and its placeholder texts."""
-    from adk_pairing.repair import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT, METADATA_KEY
+    from adk_pairing.placeholders import (
+        DEFAULT_MISSING_TEXT,
+        DEFAULT_PENDING_TEXT,
+        METADATA_KEY,
+    )
 
     return (METADATA_KEY, "adk-pairing", DEFAULT_MISSING_TEXT[:40], DEFAULT_PENDING_TEXT[:40])
 

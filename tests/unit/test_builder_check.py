@@ -1,4 +1,4 @@
-"""The view's proof at the request (`adk_pairing.proof`), on the installed google-adk.
+"""The view's proof at the request (`adk_pairing.builder_check`), on the installed google-adk.
 
 What it must give: a view of an irregular history is served only when ADK's
 own request builder, run on it, keeps valid every request it keeps valid on
@@ -15,10 +15,18 @@ import pytest
 from google.adk.events.event import Event
 
 from adk_pairing import is_synthetic
-from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.proof import pairing_holds, view_never_worse
-from adk_pairing.repair import PlaceholderTexts, place_repairs, repair_history
+from adk_pairing.analysis import analyze, build_ledger
+from adk_pairing.builder_check import (
+    anthropic_holds,
+    pairing_holds,
+    unique_call_ids_on_the_wire,
+    view_never_worse,
+)
+from adk_pairing.builder_traits import NEWEST_BUILDER
+from adk_pairing.checks import anthropic_pairing_violations, anthropic_violations
+from adk_pairing.placeholders import PlaceholderTexts
+from adk_pairing.repair import place_repairs, repair_history
+from adk_pairing.wire import IrregularShape
 from tests.reliability.histories import HistoryGenerator, describe
 
 from .events import AGENT, call, model_event, response, response_event, user_text
@@ -28,7 +36,7 @@ TEXTS = PlaceholderTexts()
 
 
 def _valid(events: list[Event], agent: str = AGENT) -> bool | None:
-    """Anthropic's verdict on ADK's request for `agent` (real converter); None if ADK raised."""
+    """Anthropic's whole rule on ADK's request for `agent` (real converter); None if ADK raised."""
     from google.adk.flows.llm_flows.contents import _get_contents
 
     try:
@@ -39,7 +47,7 @@ def _valid(events: list[Event], agent: str = AGENT) -> bool | None:
         )
     except Exception:
         return None
-    return not anthropic_pairing_violations(contents)
+    return not anthropic_violations(contents)
 
 
 def _placed(events: list[Event]) -> list[Event]:
@@ -48,18 +56,19 @@ def _placed(events: list[Event]) -> list[Event]:
 
 
 def _idless_results_after_a_placeholder() -> list[Event]:
-    """Two id-less calls, and one event answering the first of them twice.
+    """Two id-less calls, and one event answering the second of them twice.
 
     The stored request pairs by position (two id-less calls, two id-less
-    results). A placeholder for the second call would be a result event of its
-    own, and ADK merges a call event's result events keyed by result id
-    (``merge_function_response_events``, on every release from 1.20 to 2.13):
-    the three id-less results share the key ``None`` and collapse into one.
+    results). A placeholder for the first call would be a result event of its
+    own, right after the call event, and ADK merges a call event's result
+    events keyed by result id (``merge_function_response_events``, on every
+    release from 1.20 to 2.13): the three id-less results share the key
+    ``None`` and collapse into one.
     """
     return [
         user_text(),
         model_event([call(None, "lookup"), call(None, "fetch")]),
-        response_event([response(None, "lookup"), response(None, "lookup")]),
+        response_event([response(None, "fetch"), response(None, "fetch")]),
     ]
 
 
@@ -100,44 +109,48 @@ def test_placeholders_an_id_keyed_merge_would_collapse_are_not_served() -> None:
     ("shape", "events"),
     [
         (
-            "a call id twice in one event",
+            IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT,
             [model_event([call("c1"), call("c1")])],
         ),
         (
-            "a call id reused while its earlier call is open",
+            IrregularShape.CALL_ID_REUSED_WHILE_OPEN,
             [model_event([call("c1")]), user_text(), model_event([call("c1")])],
         ),
         (
-            "text and a call in one part",
+            IrregularShape.NOT_SENT_AS_A_CALL,
             [model_event([call("c1").model_copy(update={"text": "and a text"})])],
         ),
         (
-            "two id-less calls in one event",
+            IrregularShape.IDLESS_CALLS_IN_ONE_EVENT,
             [model_event([call(None), call(None, "fetch")])],
         ),
         (
-            "one id answered twice in one event",
+            IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT,
             [model_event([call("c1")]), response_event([response("c1"), response("c1")])],
         ),
         (
-            "calls and results in one event",
+            IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT,
             [model_event([call("c1")]), model_event([call("c2"), response("c1")])],
         ),
         (
-            "one agent's event answering another agent's call",
+            IrregularShape.ANSWER_FROM_ANOTHER_AGENT,
             [
                 model_event([call("c1")], author="helper"),
                 response_event([response("c1")], author=AGENT),
             ],
         ),
         (
-            "an id-less result no id-less call waits for",
+            IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR,
             [user_text(), response_event([response(None)])],
         ),
     ],
 )
-def test_each_irregular_shape_marks_the_ledger(shape: str, events: list[Event]) -> None:
-    assert build_ledger(events).irregular, shape
+def test_each_irregular_shape_is_named_on_the_ledger_and_the_report(
+    shape: IrregularShape, events: list[Event]
+) -> None:
+    ledger = build_ledger(events, traits=NEWEST_BUILDER)
+    assert ledger.irregular and shape in ledger.shapes, ledger.shapes
+    assert shape in analyze(events, traits=NEWEST_BUILDER).shapes
 
 
 @pytest.mark.parametrize(
@@ -199,6 +212,40 @@ def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None
     assert compared > 600 and failing > 20  # both verdicts are exercised
 
 
+def test_the_id_rule_without_the_converter_agrees_with_adks_real_converter() -> None:
+    """What the check applies when ``anthropic`` is not installed, against ADK's converter."""
+    generator = HistoryGenerator(11)
+    compared = duplicated = 0
+    for _ in range(400):
+        events = generator.history()
+        for history in (events, _placed(events)):
+            try:
+                contents = adk_request_contents(history)
+            except Exception:
+                continue
+            expected = not anthropic_violations(contents)
+            fallback = pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
+            assert fallback == expected, describe(history)
+            assert anthropic_holds(contents) == expected
+            compared += 1
+            duplicated += not unique_call_ids_on_the_wire(contents)
+    assert compared > 600 and duplicated > 5  # both verdicts are exercised
+
+
+def test_two_calls_sharing_a_non_ascii_id_are_one_tool_use_id_twice_on_the_wire() -> None:
+    """ADK's Anthropic converter maps both ids to one fallback id: Anthropic refuses it."""
+    shared = "réf 1"
+    events = [
+        user_text(),
+        model_event([call(shared), call(shared)]),
+        response_event([response(shared), response(shared)]),
+    ]
+    contents = adk_request_contents(events)
+    assert pairing_holds(contents)  # every tool_use is answered...
+    assert not unique_call_ids_on_the_wire(contents)  # ...but one id is used twice
+    assert not anthropic_holds(contents)
+
+
 def test_proving_adds_nothing_to_adks_logs_and_leaves_them_on_otherwise(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -217,12 +264,12 @@ def test_without_adks_builder_where_we_look_nothing_is_proven(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A release that moved ``_get_contents``: irregular views are served as stored, no error."""
-    from adk_pairing import proof
+    from adk_pairing import builder_check
 
     def moved() -> None:
         raise AttributeError("module 'contents' has no attribute '_get_contents'")
 
-    monkeypatch.setattr(proof, "_request_builder", moved)
+    monkeypatch.setattr(builder_check, "_request_builder", moved)
     events = _idless_results_after_a_placeholder()
     assert not view_never_worse(events, _placed(events))
     repaired = repair_history(events, build_ledger(events), TEXTS)

@@ -1,4 +1,4 @@
-"""The request pass (`adk_pairing.contents`): the four rules hold after it, nothing else moves.
+"""The request pass (`adk_pairing.request_pass`): the four rules hold after it, nothing else moves.
 
 The rules are checked here by `rule_violations`, written for these tests from
 the rules' statement (not the module's own `satisfies_pairing_rules`), and by
@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import replace
 
+import pytest
+from google.adk.version import __version__ as adk_version
 from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PlaceholderTexts
 from adk_pairing.checks import anthropic_pairing_violations, request_violations
-from adk_pairing.contents import (
+from adk_pairing.request_pass import (
     ContentRule,
     _repair_segments,
     _scan,
     repair_contents,
     satisfies_pairing_rules,
 )
+from adk_pairing.wire import converter_sends_signed_thoughts
 
 # -- building contents --------------------------------------------------------
 
@@ -336,6 +340,29 @@ def test_text_and_call_in_one_part_are_split_so_the_call_survives_conversion() -
     assert anthropic_pairing_violations(repaired.contents) == []
 
 
+@pytest.mark.skipif(
+    not converter_sends_signed_thoughts(),
+    reason=f"google-adk {adk_version}'s Anthropic converter sends no thinking (1.20.0 and older)",
+)
+def test_thought_part_with_a_signature_and_a_call_is_split_so_the_call_survives() -> None:
+    """ADK's Anthropic converter sends such a part as redacted thinking and drops the call."""
+    thought_call = types.Part(
+        function_call=types.FunctionCall(id="c1", name="lookup", args={}),
+        thought=True,
+        thought_signature=b"c2lnbmF0dXJl",
+    )
+    contents = [user(say("hi")), model(thought_call), user(result("c1"))]
+    assert anthropic_pairing_violations(contents)  # the result answers no tool_use
+    repaired = repair_contents(contents)
+    assert [r.rule for r in repaired.repairs] == [ContentRule.SPLIT_PART]
+    model_parts = repaired.contents[1].parts
+    assert [(p.thought, p.function_call is not None) for p in model_parts] == [
+        (True, False),
+        (None, True),
+    ]
+    assert anthropic_pairing_violations(repaired.contents) == []
+
+
 def test_call_in_a_user_content_is_dropped() -> None:
     contents = [user(say("hi"), call("u1")), model(say("ok"))]
     repaired = repair_contents(contents)
@@ -513,7 +540,8 @@ def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_giv
 ) -> None:
     held = {"call_2"}
     local = repair_contents(contents, held_open_ids=held, fill_missing_ids=fill)
-    segments = _scan(contents, fill, localize=False)
+    # Every segment faulty: nothing is reused or passed over.
+    segments = [replace(segment, holds=False) for segment in _scan(contents, fill)]
     everything = _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
     assert dump(local.contents) == dump(everything.contents)
     assert sorted(map(repr, local.notable)) == sorted(map(repr, everything.notable))

@@ -1,4 +1,4 @@
-"""The pairing rules over a model request's contents, and the repair that makes them hold.
+"""The request pass: a model request made to satisfy every provider's pairing rules.
 
 This module is pure: it reads a list of ``google.genai.types.Content`` (what
 ADK's request builder put in ``LlmRequest.contents``) and returns a list that
@@ -31,7 +31,7 @@ The rules, which hold on every list this module returns:
    ``function_response`` parts of the content right after it, one each, in call
    order, under the call's function name (Gemini pairs by name; a result that
    answers a call by id under another name is renamed); a call nothing
-   answers gets the view's placeholder (`adk_pairing.repair.placeholder_part`),
+   answers gets the view's placeholder (`adk_pairing.placeholders.placeholder_part`),
    *pending* when ADK holds the call open and *missing* otherwise, exactly as
    in the view;
 2. no ``function_response`` appears anywhere else: one that answers nothing is
@@ -72,23 +72,30 @@ deterministic and O(parts).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from google.genai import types
 
-from .analysis import CallStatus, PairingLedger, TrackedCall, analyze
+from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
-from .repair import PlaceholderTexts, placeholder_part
+from .placeholders import PlaceholderTexts, placeholder_part
+from .wire import MODEL_ROLES, call_key, is_mixed
+
+__all__ = [
+    "FILLED_ID_PREFIX",
+    "QUIET_RULES",
+    "ContentRepair",
+    "ContentRule",
+    "RepairedContents",
+    "repair_contents",
+    "satisfies_pairing_rules",
+]
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
-
-#: Roles both ADK converters send as the assistant (Anthropic: ``assistant``,
-#: LiteLlm: ``assistant``); every other role, ``None`` included, is the user.
-MODEL_ROLES = frozenset({"model", "assistant"})
 
 #: How an id-less call is named when `fill_missing_ids` is on.
 FILLED_ID_PREFIX = "call_pairing_"
@@ -155,10 +162,6 @@ class RepairedContents:
         return [repair for repair in self.repairs if repair.rule not in QUIET_RULES]
 
 
-def _call_key(call_id: str | None, name: str | None) -> str:
-    return call_id or name or ""
-
-
 def satisfies_pairing_rules(
     contents: Sequence[types.Content], *, fill_missing_ids: bool = False
 ) -> bool:
@@ -182,16 +185,13 @@ class _Segment:
     turns: range = range(0)
 
 
-def _scan(
-    contents: Sequence[types.Content], fill: bool, *, localize: bool = True
-) -> list[_Segment]:
+def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
     """Checks every segment of `contents` in one pass over the parts.
 
     The check is positional: in a segment that holds, the ledger's attribution
     pairs each result with the call in the same position, so nothing there
     needs attributing. This pass is all a healthy request costs. A call id
-    seen earlier in the request (in any segment) is a fault. With `localize`
-    off every segment counts as faulty (the tests compare both ways).
+    seen earlier in the request (in any segment) is a fault.
     """
     segments: list[_Segment] = []
     seen_ids: set[str] = set()
@@ -209,7 +209,7 @@ def _scan(
         is_model = content is not None and content.role in MODEL_ROLES
         if index == count or (is_model and previous_is_model is False and index > segment_start):
             # The segment [segment_start, index) ends here.
-            if holds and not awaiting and localize:
+            if holds and not awaiting:
                 held_calls += calls
             else:
                 if held_start < segment_start:
@@ -239,7 +239,7 @@ def _scan(
                     holds = False
                 if call is None:
                     continue
-                if part.text:
+                if is_mixed(part):
                     holds = False
                 call_id = call.id
                 if call_id:
@@ -274,7 +274,7 @@ def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -
             if response is not None:
                 return False
             continue
-        if response is None or part.text:
+        if response is None or is_mixed(part):
             return False
         call = awaiting[position]
         if (response.name or "") != (call.name or ""):
@@ -333,21 +333,15 @@ def _split_part(part: types.Part, is_model: bool) -> list[types.Part]:
     pieces: list[types.Part] = []
     if response is not None:
         pieces.append(types.Part(function_response=response))
-    if part.text and is_model:
+    sends_rest = bool(part.text) or (part.thought and part.thought_signature is not None)
+    if sends_rest and is_model:
         pieces.append(rest)
     if call is not None:
         # A Gemini thought signature belongs to the call it was issued with.
         pieces.append(types.Part(function_call=call, thought_signature=part.thought_signature))
-    if part.text and not is_model:
+    if sends_rest and not is_model:
         pieces.append(rest)
     return pieces
-
-
-def _is_mixed(part: types.Part) -> bool:
-    call, response = part.function_call, part.function_response
-    if call is None and response is None:
-        return False
-    return bool(part.text) or (call is not None and response is not None)
 
 
 def _prepare_turns(
@@ -365,10 +359,10 @@ def _prepare_turns(
         cleaned: list[types.Part] | None = None
         for position, part in enumerate(parts):
             pieces: list[types.Part] | None = None
-            if _is_mixed(part):
+            if is_mixed(part):
                 call = part.function_call or part.function_response
                 repairs.append(
-                    ContentRepair(ContentRule.SPLIT_PART, _call_key(call.id, call.name))  # type: ignore[union-attr]
+                    ContentRepair(ContentRule.SPLIT_PART, call_key(call.id, call.name))  # type: ignore[union-attr]
                 )
                 pieces = _split_part(part, is_model)
             if not is_model:
@@ -379,7 +373,7 @@ def _prepare_turns(
                     repairs.append(
                         ContentRepair(
                             ContentRule.CALL_OUTSIDE_MODEL,
-                            _call_key(call.id, call.name),  # type: ignore[union-attr]
+                            call_key(call.id, call.name),  # type: ignore[union-attr]
                         )
                     )
                     pieces = kept
@@ -573,10 +567,9 @@ def _repair_segments(
     answered where it stands, so no later result can belong to it and the
     ledger only needs to pass over it (`PairingLedger.pass_over`). A request
     with one interrupted call in a long history thus costs a check of every
-    part plus the rebuild of one segment, not a rebuild of everything: on a
-    1,000-event view the plugin's CPU fell from 5.9 ms to 1.1 ms, 1.055× to
-    1.011× of ADK's own request building (benchmarks/request_pass.py). With `localize`
-    off (see `_scan`) every segment is rebuilt; the tests hold both ways to one
+    part plus the rebuild of one segment, not a rebuild of everything (the
+    figures: benchmarks/RESULTS.md, "Request pass"). Given one faulty segment
+    of everything, it rebuilds everything; the tests hold both ways to one
     result.
     """
     held_ids: Collection[str] | None = None if callable(held_open_ids) else held_open_ids
@@ -695,9 +688,7 @@ def _place_turn(
             if (turn_index, part_index) not in answering:
                 response = part.function_response
                 repairs.append(
-                    ContentRepair(
-                        ContentRule.ORPHAN_RESPONSE, _call_key(response.id, response.name)
-                    )
+                    ContentRepair(ContentRule.ORPHAN_RESPONSE, call_key(response.id, response.name))
                 )
             replacement = None  # placed with its call, or dropped
         elif part.function_call is not None:
@@ -733,38 +724,3 @@ def _place_turn(
     else:
         output.open(False, turn.source, own)
     output.awaiting = []
-
-
-def held_open_call_ids(events: Iterable[Event]) -> set[str]:
-    """The call ids ADK holds open, decided per call as the view decides them.
-
-    An id is held open when the *newest* event that calls it lists it in its
-    ``long_running_tool_ids`` (``long_running_tool_ids`` lives on the event and
-    does not survive ADK's conversion to contents, so it is read from the
-    session). Model ids such as ``call_1`` repeat across turns: an id once held
-    open and later reused by an ordinary call that was lost is not held open,
-    as in `adk_pairing.analysis` (which attributes a response to the newest
-    call with its id). The union of every event's ids would call that lost call
-    pending where the view calls it missing. A call whose child run waits
-    (`adk_pairing.analysis.held_by_child`) is held open as the view says.
-    """
-    events = list(events)
-    newest_is_held: dict[str, bool] = {}
-    has_child_runs = False
-    for event in events:
-        branch = event.branch
-        if branch and "@" in branch:
-            has_child_runs = True
-        content = event.content
-        if content is None or not content.parts:
-            continue
-        held = event.long_running_tool_ids or ()
-        for part in content.parts:
-            call = part.function_call
-            if call is not None and call.id:
-                newest_is_held[call.id] = call.id in held
-    held_ids = {call_id for call_id, is_held in newest_is_held.items() if is_held}
-    if has_child_runs:
-        report = analyze(events, traits=NEWEST_BUILDER)
-        held_ids.update(call.call_id for call in report.pending if call.call_id)
-    return held_ids

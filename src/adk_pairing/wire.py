@@ -1,0 +1,293 @@
+"""The wire rules: what ADK's converters send, and who answers whom, each stated once.
+
+Every other module of adk-pairing imports these rules and restates none of
+them: the ledger (`adk_pairing.analysis`), the view, the request pass
+(`adk_pairing.request_pass`), the view's check against ADK's builder
+(`adk_pairing.builder_check`), the provider checks (`adk_pairing.checks`) and the
+plugin. This module is pure and imports nothing of ours.
+
+The rules:
+
+* **Model roles** (`MODEL_ROLES`): ``model`` and ``assistant`` go out as the
+  assistant in both converters (Anthropic, LiteLlm); every other role,
+  ``None`` included, is the user's side.
+* **What a part is sent as** (`anthropic_block`): ADK's Anthropic converter
+  (``_part_to_message_block``: 2.13.0 ``models/anthropic_llm.py:523-560``,
+  2.6.2 :304-323, 1.20.0 :76-130) tries thinking (``thought`` with text or a
+  signature), then text, then ``function_call``, then ``function_response``;
+  the first match wins and the rest of the part is dropped. So a part holding
+  a call beside text or a signed thought is not a call on the wire
+  (`never_sent_as_a_call`); only a malformed part holds both.
+* **Who answers an id-less call**, twice over because two of ADK's stages
+  pair them differently:
+
+  - ADK's request builder (the view's rule, coded in
+    `adk_pairing.analysis.PairingLedger`): an id-less result belongs to the
+    newest preceding event with an id-less call of its name, whose calls it
+    takes in order;
+  - on the wire (`IdlessCalls`): an id-less result answers an unanswered
+    id-less call of the model turn right before it, the same name first,
+    else the oldest; this is how a provider pairs by position, and what the
+    checks and the view's check read.
+
+* **Held open** (`HELD_OPEN_CALL_NAMES`, `is_held_open`,
+  `adk_pairing.analysis.held_open_call_ids`): ADK answers a call only when a person or client
+  does when it is a confirmation, credential or input request (by name), or
+  when the newest event that calls its id lists it in
+  ``long_running_tool_ids``.
+* **Call keys** (`call_key`): a call's id, or its function name when the
+  model gave it none.
+* **What each converter does to call ids**: ADK's Anthropic converter keeps
+  ids of ``[a-zA-Z0-9_-]+`` and maps every other non-empty id to a fallback
+  of its own, one per distinct id (``_ToolUseIdSanitizer``, 1.39.1 and
+  later; 2.13.0 ``models/anthropic_llm.py:467-520``), so two calls sharing
+  such an id share one ``tool_use`` id on the wire (`anthropic_keeps_id`,
+  `ANTHROPIC_ID`); ADK 1.20's builder strips its own ``adk-`` ids from every
+  request (``flows/llm_flows/contents.py``, via
+  ``remove_client_function_call_id``, 1.20.0 ``functions.py:68``;
+  `ADK_OWN_ID_PREFIX`); models that pair by id get ids kept
+  (`pairs_calls_by_id`).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from google.genai import types
+
+if TYPE_CHECKING:
+    pass
+
+#: Roles both ADK converters send as the assistant; every other role is the user's.
+MODEL_ROLES = frozenset({"model", "assistant"})
+
+#: Calls ADK answers only when a person (or client) does: confirmations,
+#: credential requests and ask-user/request-input prompts.
+HELD_OPEN_CALL_NAMES = frozenset(
+    {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
+)
+
+#: Tool ids the Messages API accepts; ADK's sanitizer keeps exactly these.
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+#: How the ids ADK gives calls itself start (``generate_client_function_call_id``).
+ADK_OWN_ID_PREFIX = "adk-"
+
+#: Model classes that pair tool calls with their results by id, by module and
+#: name (the list of ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, 2.12.0+).
+ID_PAIRING_MODELS = (
+    ("google.adk.models.anthropic_llm", "AnthropicLlm"),
+    ("google.adk.models.lite_llm", "LiteLlm"),
+    ("google.adk.integrations.openai._openai_responses_llm", "OpenAIResponsesLlm"),
+)
+
+
+class IrregularShape(enum.StrEnum):
+    """A shape of history whose placeholders ADK's builder may put elsewhere.
+
+    ADK's request builder keys its rearranging on call ids, so in these
+    histories where a placeholder lands depends on the rest of the history
+    and on the ADK release (`adk_pairing.analysis`); the view is then checked
+    against ADK's own builder (`adk_pairing.builder_check`).
+    """
+
+    CALL_ID_TWICE_IN_ONE_EVENT = "call_id_twice_in_one_event"
+    CALL_ID_REUSED_WHILE_OPEN = "call_id_reused_while_open"
+    #: A call sharing its part with text or a signed thought (`never_sent_as_a_call`).
+    NOT_SENT_AS_A_CALL = "not_sent_as_a_call"
+    IDLESS_CALLS_IN_ONE_EVENT = "idless_calls_in_one_event"
+    IDLESS_RESULT_NOTHING_WAITS_FOR = "idless_result_nothing_waits_for"
+    ID_ANSWERED_TWICE_IN_ONE_EVENT = "id_answered_twice_in_one_event"
+    CALLS_AND_RESULTS_IN_ONE_EVENT = "calls_and_results_in_one_event"
+    #: One agent's event answering another agent's call (ADK authors a tool's
+    #: result as the agent that called it, or the user).
+    ANSWER_FROM_ANOTHER_AGENT = "answer_from_another_agent"
+    #: Older builders only (google-adk <= 2.10): a result before any call with its id.
+    RESULT_BEFORE_ITS_CALL = "result_before_its_call"
+    #: Older builders only: a result under another name than its call's.
+    RESULT_UNDER_ANOTHER_NAME = "result_under_another_name"
+    #: Older builders only (google-adk <= 2.10): results right after a call
+    #: event of another branch that shares one of their ids.
+    RESULT_AFTER_ANOTHER_BRANCHS_CALLS = "result_after_another_branchs_calls"
+
+
+def is_model_role(role: str | None) -> bool:
+    """Whether a content of `role` goes out as the assistant."""
+    return role in MODEL_ROLES
+
+
+class Block(enum.Enum):
+    """What ADK's Anthropic converter makes of one part."""
+
+    #: Thinking, redacted thinking or text: sent, but not as a call or result.
+    OTHER = "other"
+    CALL = "call"
+    RESULT = "result"
+    #: Empty text: not sent at all.
+    NOTHING = "nothing"
+
+
+def anthropic_block(part: types.Part) -> Block:
+    """What ADK's Anthropic converter sends `part` as (module docstring)."""
+    if part.thought and (part.text or part.thought_signature):
+        return Block.OTHER
+    if part.text:
+        return Block.OTHER
+    if part.function_call is not None:
+        return Block.CALL
+    if part.function_response is not None:
+        return Block.RESULT
+    if part.text == "" and not part.thought_signature:
+        return Block.NOTHING
+    return Block.OTHER
+
+
+def never_sent_as_a_call(part: types.Part) -> bool:
+    """Whether the converter sends `part` as something it tries before a call or result.
+
+    Only a malformed part holds a call or a result beside text or a signed
+    thought; the converter then sends the text or thinking and drops the rest.
+    """
+    return bool(part.text or (part.thought and part.thought_signature))
+
+
+@functools.cache
+def converter_sends_signed_thoughts() -> bool:
+    """Whether the installed ADK's Anthropic converter sends a signed thought as thinking.
+
+    From 1.39.1 it does (2.13.0 ``models/anthropic_llm.py:536``); 1.20.0's
+    ``part_to_message_block`` has no thinking at all (:88): it sends such a
+    part's call as a call, and raises ``NotImplementedError`` on a signed
+    thought with nothing else. Probed once by converting one part; without
+    the ``anthropic`` package the newest converter is assumed.
+    """
+    try:
+        from google.adk.models import anthropic_llm
+
+        block = anthropic_llm.part_to_message_block(
+            types.Part(
+                thought=True,
+                thought_signature=b"cHJvYmU=",
+                function_call=types.FunctionCall(name="probe", args={}),
+            )
+        )
+    except Exception:  # no anthropic package, or a reshaped converter: the newest
+        return True
+    kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+    return kind != "tool_use"
+
+
+def is_mixed(part: types.Part) -> bool:
+    """Whether `part` holds a call or a result that the converter would drop from it.
+
+    That is: beside text, beside a signed thought where the converter sends
+    that as thinking (`converter_sends_signed_thoughts`), or a call beside a
+    result (the call wins).
+    """
+    call, response = part.function_call, part.function_response
+    if call is None and response is None:
+        return False
+    if call is not None and response is not None:
+        return True
+    if part.text:
+        return True
+    return bool(part.thought and part.thought_signature) and converter_sends_signed_thoughts()
+
+
+def call_key(call_id: str | None, name: str | None) -> str:
+    """A call's id, or its function name when it has none."""
+    return call_id or name or ""
+
+
+def is_held_open(name: str, call_id: str | None, long_running_ids: Iterable[str]) -> bool:
+    """Whether ADK holds a call open on purpose (module docstring)."""
+    return name in HELD_OPEN_CALL_NAMES or (call_id is not None and call_id in long_running_ids)
+
+
+def anthropic_keeps_id(call_id: str) -> bool:
+    """Whether ADK's Anthropic converter sends `call_id` as it is (else: a fallback id)."""
+    return ANTHROPIC_ID.fullmatch(call_id) is not None
+
+
+def pairs_calls_by_id(model: object) -> bool:
+    """Whether `model` (a ``BaseLlm``) sends calls and results paired by id.
+
+    A model can only be an instance of a class whose module is imported, so
+    each class is looked up in ``sys.modules``: nothing is imported here.
+    """
+    for module_name, class_name in ID_PAIRING_MODELS:
+        model_class = getattr(sys.modules.get(module_name), class_name, None)
+        if isinstance(model_class, type) and isinstance(model, model_class):
+            return True
+    return False
+
+
+class IdlessCalls:
+    """The id-less calls of the model turn before a user turn, as the wire pairs them.
+
+    `open` each id-less call of a model turn in order (`start_turn` when a
+    new model turn follows a user one); `answer` gives an id-less result the
+    call it answers: the oldest open one of its name, else the oldest.
+    """
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: list[tuple[str, str]] = []
+
+    def start_turn(self) -> None:
+        self._open = []
+
+    def open(self, name: str | None, ident: str) -> None:
+        self._open.append((name or "", ident))
+
+    def answer(self, name: str | None) -> str | None:
+        """The ident of the call an id-less result of `name` answers, or None."""
+        wanted = name or ""
+        match = next((c for c in self._open if c[0] == wanted), None)
+        match = match or (self._open[0] if self._open else None)
+        if match is None:
+            return None
+        self._open.remove(match)
+        return match[1]
+
+
+def branch_shows(branch: str | None, event_branch: str | None) -> bool:
+    """Whether ADK's request builder shows an agent running in `branch` an event in `event_branch`.
+
+    ``_is_event_belongs_to_branch`` (``flows/llm_flows/contents.py`` 1.20.0:619,
+    2.6.2:1124; ``flows/llm_flows/context/_contents.py`` 2.10.0:663,
+    2.13.0:768): every event when either branch is empty, else the same branch
+    or an ancestor of it, compared by whole dot-separated segments.
+    """
+    if not branch or not event_branch:
+        return True
+    return branch == event_branch or branch.startswith(event_branch + ".")
+
+
+def branches_shown_to(branch: str) -> list[str | None]:
+    """Every branch whose events `branch_shows` an agent in non-empty `branch`."""
+    segments = branch.split(".")
+    return [None, *(".".join(segments[:end]) for end in range(1, len(segments) + 1))]
+
+
+def held_by_child(branch: str, scope: str | None, waits: bool) -> list[str]:
+    """The ids of the calls an event in `branch` holds open: the calls whose runs it is in.
+
+    `branch` names each run it is nested in by a segment ``<agent>@<call id>``
+    (``events/_branch_path.py`` ``_BranchPath.run_ids``, 2.6.2 and later).
+    When the event `waits` (it holds a call ADK holds open), every such call
+    waits on it; otherwise only a task run's own call, the one its events are
+    scoped to (`scope`, ``isolation_scope``), stays open until the task ends.
+    """
+    ids = []
+    for segment in branch.split("."):
+        _, at, run_id = segment.rpartition("@")
+        if at and run_id and (waits or run_id == scope):
+            ids.append(run_id)
+    return ids
