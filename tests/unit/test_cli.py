@@ -328,3 +328,19 @@ def test_parse_time_reads_iso_epoch_and_ages(text: str, expected: float) -> None
 def test_parse_time_rejects_what_it_cannot_read() -> None:
     with pytest.raises(CliError, match="is not a time"):
         parse_time("yesterday")
+
+
+def test_a_finding_names_the_irregular_shape_of_its_session() -> None:
+    from adk_pairing.cli._scan import findings_of
+    from tests.unit.events import call, model_event, user_text
+
+    reused = [
+        user_text(),
+        model_event([call("call_1")]),
+        user_text(),
+        model_event([call("call_1")]),
+    ]
+    found = findings_of("app", "ada", "s1", reused, now=0.0)
+    assert [f.shapes for f in found] == [["call_id_reused_while_open"]] * 2
+    regular = findings_of("app", "ada", "s2", reused[:2], now=0.0)
+    assert [f.shapes for f in regular] == [[]]

@@ -100,6 +100,8 @@ class Finding:
     invocation_id: str
     call_time: float
     age_seconds: float
+    #: The session's irregular shapes (`adk_pairing.wire.IrregularShape`), by name.
+    shapes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -188,6 +190,7 @@ def findings_of(
 ) -> list[Finding]:
     """The unanswered calls of one stored session, oldest first."""
     report = analyze(events)
+    shapes = sorted(shape.value for shape in report.shapes)
     found: list[Finding] = []
     for call in report.calls:
         status = call.status
@@ -206,6 +209,7 @@ def findings_of(
                 invocation_id=event.invocation_id,
                 call_time=event.timestamp,
                 age_seconds=round(max(0.0, now - event.timestamp), 3),
+                shapes=shapes,
             )
         )
     return found
