@@ -13,7 +13,6 @@ release.)
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import warnings
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from adk_pairing import PairingSessionService, is_synthetic
 from tests.adk_features import requires
 
 from .support.backends import Backend
-from .support.scenario import TURN_TIMEOUT_SECONDS, USER_ID
+from .support.scenario import DrivesARunner
 from .support.scripted_model import (
     VIEW_ALONE,
     Script,
@@ -56,7 +55,7 @@ def start_job(name: str) -> None:
     return None
 
 
-class ParentAndChild:
+class ParentAndChild(DrivesARunner):
     """A parent agent whose sub-agent "child" (in `mode`) waits on a long-running job."""
 
     def __init__(self, backend: Backend, mode: str, plugins: Sequence[BasePlugin] = ()) -> None:
@@ -86,28 +85,12 @@ class ParentAndChild:
         app = App(name=backend.app_name, root_agent=parent, plugins=list(plugins))
         self.runner = Runner(app=app, session_service=self.service)
 
-    async def new_session(self) -> str:
-        session = await self.service.create_session(
-            app_name=self.backend.app_name,
-            user_id=USER_ID,
-            session_id=self.backend.new_session_id(),
-        )
-        return session.id
-
     async def run(self, session_id: str, message: Any) -> None:
-        async with asyncio.timeout(TURN_TIMEOUT_SECONDS):
-            async for _ in self.runner.run_async(
-                user_id=USER_ID, session_id=session_id, new_message=message
-            ):
-                pass
+        await self.send(session_id, message)
 
     async def placeholders(self, session_id: str) -> dict[str | None, str]:
         """Call id -> the status of its placeholder in a fresh read of the view."""
-        session = await self.service.get_session(
-            app_name=self.backend.app_name, user_id=USER_ID, session_id=session_id
-        )
-        assert session is not None
-        return _placeholder_statuses(session.events)
+        return _placeholder_statuses((await self.read(session_id)).events)
 
 
 def _placeholder_statuses(events: Sequence[Event]) -> dict[str | None, str]:
@@ -165,10 +148,7 @@ async def test_the_runners_own_view_marks_the_waiting_parent_call_pending_as_it_
     await agents.run(
         session_id, function_responses((CHILD_CALL, "start_job", {"status": "finished"}))
     )
-    stored = await backend.service.get_session(
-        app_name=backend.app_name, user_id=USER_ID, session_id=session_id
-    )
-    assert stored is not None
+    stored = await agents.read(session_id, backend.service)
     answered = {r.id for e in stored.events for r in e.get_function_responses()}
     after_resume = {} if PARENT_CALL in answered else {PARENT_CALL: "missing"}
     assert held.seen == [{PARENT_CALL: "pending", CHILD_CALL: "pending"}, after_resume]

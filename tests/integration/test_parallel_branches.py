@@ -26,7 +26,7 @@ from adk_pairing import PairingSessionService, is_synthetic
 from adk_pairing.checks import RULES
 
 from .support.backends import Backend
-from .support.scenario import TURN_TIMEOUT_SECONDS, USER_ID, eventually
+from .support.scenario import DrivesARunner, eventually
 from .support.scripted_model import (
     VIEW_ALONE,
     RecordedRequest,
@@ -42,7 +42,7 @@ from .support.scripted_model import (
 REUSED_ID = "call_0"
 
 
-class Branches:
+class Branches(DrivesARunner):
     """A `ParallelAgent` "fan" over agents "a" and "b", each with its own scripted model."""
 
     def __init__(
@@ -70,34 +70,14 @@ class Branches:
         app = App(name=backend.app_name, root_agent=ParallelAgent(name="fan", sub_agents=agents))
         self.runner = Runner(app=app, session_service=self.service)
 
-    async def new_session(self) -> str:
-        session = await self.service.create_session(
-            app_name=self.backend.app_name,
-            user_id=USER_ID,
-            session_id=self.backend.new_session_id(),
-        )
-        return session.id
-
     async def turn(self, session_id: str, message: str) -> None:
-        async with asyncio.timeout(TURN_TIMEOUT_SECONDS):
-            async for _ in self.runner.run_async(
-                user_id=USER_ID, session_id=session_id, new_message=user_text(message)
-            ):
-                pass
+        await self.send(session_id, user_text(message))
 
     async def stored(self, session_id: str) -> list[Event]:
-        session = await self.inner.get_session(
-            app_name=self.backend.app_name, user_id=USER_ID, session_id=session_id
-        )
-        assert session is not None
-        return session.events
+        return (await self.read(session_id, self.inner)).events
 
     async def view(self, session_id: str) -> list[Event]:
-        session = await self.service.get_session(
-            app_name=self.backend.app_name, user_id=USER_ID, session_id=session_id
-        )
-        assert session is not None
-        return session.events
+        return (await self.read(session_id)).events
 
     def rule_violations(self) -> list[str]:
         """Every request's violations, but strict alternation: a placeholder followed

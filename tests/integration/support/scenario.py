@@ -138,8 +138,42 @@ class Toolbox:
         ]
 
 
+class DrivesARunner:
+    """Sessions and turns for a test that holds a `backend`, a `service` and a `runner`."""
+
+    backend: Backend
+    service: BaseSessionService
+    runner: Runner
+
+    async def new_session(self) -> str:
+        session = await self.service.create_session(
+            app_name=self.backend.app_name,
+            user_id=USER_ID,
+            session_id=self.backend.new_session_id(),
+        )
+        return session.id
+
+    async def read(
+        self, session_id: str, service: BaseSessionService | None = None, **kwargs: Any
+    ) -> Session:
+        """The session as `service` (this harness's own by default) returns it."""
+        session = await (service or self.service).get_session(
+            app_name=self.backend.app_name, user_id=USER_ID, session_id=session_id, **kwargs
+        )
+        assert session is not None
+        return session
+
+    async def send(self, session_id: str, message: types.Content, **kwargs: Any) -> None:
+        """One turn, run to its end (bounded by `TURN_TIMEOUT_SECONDS`)."""
+        async with asyncio.timeout(TURN_TIMEOUT_SECONDS):
+            async for _ in self.runner.run_async(
+                user_id=USER_ID, session_id=session_id, new_message=message, **kwargs
+            ):
+                pass
+
+
 @dataclass
-class Harness:
+class Harness(DrivesARunner):
     """One runner over one backend, with the script and tools a test controls."""
 
     backend: Backend
@@ -205,21 +239,9 @@ class Harness:
 
     # -- sessions -------------------------------------------------------------
 
-    async def new_session(self) -> str:
-        session = await self.service.create_session(
-            app_name=self.backend.app_name,
-            user_id=USER_ID,
-            session_id=self.backend.new_session_id(),
-        )
-        return session.id
-
     async def view(self, session_id: str, **kwargs: Any) -> Session:
         """The session as this harness's service returns it (a view when wrapped)."""
-        session = await self.service.get_session(
-            app_name=self.backend.app_name, user_id=USER_ID, session_id=session_id, **kwargs
-        )
-        assert session is not None
-        return session
+        return await self.read(session_id, **kwargs)
 
     async def stored_events(self, session_id: str) -> list[Event]:
         """What is really in the store, read through the unwrapped service."""
