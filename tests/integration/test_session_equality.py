@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from google.adk.events.event import Event
+from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingSessionService, is_synthetic
@@ -35,6 +36,20 @@ def _result(call_id: str) -> Event:
     return _event("inv-1", "user", types.Part(function_response=response))
 
 
+async def _two_views_and_the_store(
+    service: PairingSessionService, backend: Backend, session_id: str
+) -> tuple[Session, Session, Session]:
+    """Two reads through the decorator, then one of the store itself."""
+    reads = []
+    for source in (service, service, backend.service):
+        session = await source.get_session(
+            app_name=backend.app_name, user_id=USER, session_id=session_id
+        )
+        assert session is not None
+        reads.append(session)
+    return reads[0], reads[1], reads[2]
+
+
 async def test_a_fresh_read_equals_the_created_session_on_every_store(backend: Backend) -> None:
     service = PairingSessionService(backend.service)
     session_id = backend.new_session_id()
@@ -59,15 +74,7 @@ async def test_the_view_of_a_healthy_session_equals_the_stored_session(backend: 
     )
     await service.append_event(view, _call("c1"))
     await service.append_event(view, _result("c1"))
-    first = await service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
-    second = await service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
-    stored = await backend.service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
+    first, second, stored = await _two_views_and_the_store(service, backend, session_id)
     assert first == second
     assert first == stored
     assert stored == first
@@ -82,15 +89,7 @@ async def test_a_repaired_view_differs_from_the_stored_session_by_its_events(
         app_name=backend.app_name, user_id=USER, session_id=session_id
     )
     await service.append_event(view, _call("c1"))
-    first = await service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
-    second = await service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
-    stored = await backend.service.get_session(
-        app_name=backend.app_name, user_id=USER, session_id=session_id
-    )
+    first, second, stored = await _two_views_and_the_store(service, backend, session_id)
     assert any(is_synthetic(event) for event in first.events)
     assert first == second
     assert first != stored

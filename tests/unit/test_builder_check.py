@@ -10,9 +10,11 @@ and running ADK's builder here adds nothing to ADK's logs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 from google.adk.events.event import Event
+from google.genai import types
 
 from adk_pairing import is_synthetic
 from adk_pairing.analysis import analyze, build_ledger
@@ -194,10 +196,9 @@ def test_histories_adk_writes_are_regular_and_never_run_the_builder(
     repair_history(events, ledger, TEXTS)
 
 
-def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None:
-    """`pairing_holds` on ADK's requests from stored histories and unchecked views."""
-    generator = HistoryGenerator(7)
-    compared = failing = 0
+def _adk_requests(seed: int) -> Iterator[tuple[list[Event], list[types.Content]]]:
+    """ADK's request from 400 seeded stored histories and from their unchecked views."""
+    generator = HistoryGenerator(seed)
     for _ in range(400):
         events = generator.history()
         for history in (events, _placed(events)):
@@ -205,30 +206,30 @@ def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None
                 contents = adk_request_contents(history)
             except Exception:
                 continue
-            expected = not anthropic_pairing_violations(contents)
-            assert pairing_holds(contents) == expected, describe(history)
-            compared += 1
-            failing += not expected
+            yield history, contents
+
+
+def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None:
+    """`pairing_holds` on ADK's requests from stored histories and unchecked views."""
+    compared = failing = 0
+    for history, contents in _adk_requests(seed=7):
+        expected = not anthropic_pairing_violations(contents)
+        assert pairing_holds(contents) == expected, describe(history)
+        compared += 1
+        failing += not expected
     assert compared > 600 and failing > 20  # both verdicts are exercised
 
 
 def test_the_id_rule_without_the_converter_agrees_with_adks_real_converter() -> None:
     """What the check applies when ``anthropic`` is not installed, against ADK's converter."""
-    generator = HistoryGenerator(11)
     compared = duplicated = 0
-    for _ in range(400):
-        events = generator.history()
-        for history in (events, _placed(events)):
-            try:
-                contents = adk_request_contents(history)
-            except Exception:
-                continue
-            expected = not anthropic_violations(contents)
-            fallback = pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
-            assert fallback == expected, describe(history)
-            assert anthropic_holds(contents) == expected
-            compared += 1
-            duplicated += not unique_call_ids_on_the_wire(contents)
+    for history, contents in _adk_requests(seed=11):
+        expected = not anthropic_violations(contents)
+        fallback = pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
+        assert fallback == expected, describe(history)
+        assert anthropic_holds(contents) == expected
+        compared += 1
+        duplicated += not unique_call_ids_on_the_wire(contents)
     assert compared > 600 and duplicated > 5  # both verdicts are exercised
 
 
