@@ -53,9 +53,8 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-@pytest.fixture
-def events_query_started(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
-    """Set the moment a store queues its events SELECT on aiosqlite's thread.
+def _started_when(monkeypatch: pytest.MonkeyPatch, marker: str) -> asyncio.Event:
+    """Set the moment a store queues a statement containing `marker` on aiosqlite's thread.
 
     Instrumentation only: the real `Cursor.execute` runs unchanged.
     """
@@ -63,12 +62,24 @@ def events_query_started(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
     real_execute = aiosqlite.cursor.Cursor.execute
 
     async def execute(self: aiosqlite.cursor.Cursor, sql: str, parameters: object = None) -> object:
-        if "FROM events" in sql:
+        if marker in sql:
             started.set()
         return await real_execute(self, sql, parameters)
 
     monkeypatch.setattr(aiosqlite.cursor.Cursor, "execute", execute)
     return started
+
+
+@pytest.fixture
+def events_query_started(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Set when a read queues its events SELECT."""
+    return _started_when(monkeypatch, "FROM events")
+
+
+@pytest.fixture
+def sessions_query_started(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Set when a store queues a SELECT of the session row: the first query of `append_event`."""
+    return _started_when(monkeypatch, "FROM sessions")
 
 
 def _text_event(index: int) -> Event:
@@ -165,5 +176,59 @@ async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_re
         await _append_next(store, 10)
         stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
         assert [e.invocation_id for e in stored.events][-1] == "inv-10"
+    finally:
+        await close_session_service(store)
+
+
+async def _cancel_an_append_mid_query(
+    store: DatabaseSessionService, started: asyncio.Event, index: int
+) -> None:
+    session = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+    started.clear()
+    append = asyncio.create_task(store.append_event(session, _text_event(index)))
+    await started.wait()
+    append.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await append
+
+
+async def test_guard_an_append_cancelled_mid_query_locks_sqlite_until_garbage_collection(
+    tmp_path: Path, collector_paused: None, sessions_query_started: asyncio.Event
+) -> None:
+    """A turn cancelled while ADK writes an event leaves the lock too, not only a read.
+
+    The decorator does not shield appends (docs/limitations.md): an append the caller
+    gave up on would otherwise still be stored. Write-ahead logging lets the next
+    write through (the test below).
+    """
+    store = await _store_with_history(tmp_path / "sessions.db")
+    try:
+        await _cancel_an_append_mid_query(store, sessions_query_started, 10)
+        with pytest.raises(OperationalError, match="database is locked"):
+            await _append_next(store, 11)
+        await asyncio.sleep(0.01)
+        gc.collect()
+        await _append_next(store, 12)
+    finally:
+        await close_session_service(store)
+
+
+async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_append(
+    tmp_path: Path, collector_paused: None, sessions_query_started: asyncio.Event
+) -> None:
+    store = await _store_with_history(tmp_path / "sessions.db")
+
+    @sqlalchemy_event.listens_for(store.db_engine.sync_engine, "connect")
+    def _write_ahead_log(dbapi_connection: object, _record: object) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    try:
+        await store.db_engine.dispose()
+        await _cancel_an_append_mid_query(store, sessions_query_started, 10)
+        await _append_next(store, 11)
+        stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+        assert [e.invocation_id for e in stored.events][-1] == "inv-11"
     finally:
         await close_session_service(store)
