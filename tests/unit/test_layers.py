@@ -66,6 +66,7 @@ LAYER_OF = {
     "analysis": CORE,
     "analysis_cache": CORE,
     "builder_traits": CORE,
+    "ledger_reads": CORE,
     "ownership": CORE,
     "placeholders": CORE,
     "repair": CORE,
