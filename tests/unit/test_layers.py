@@ -1,8 +1,17 @@
-"""The layers the file list promises: no import circle, and a core that never awaits."""
+"""The layers the file list promises: calls go down only, and the core never awaits.
+
+Shells (the decorator, the plugin, the factory, the CLI) call passes (the
+view, the request pass), passes call the core (the ledger, the repair, the
+placeholders, the checks against ADK's builder), the core calls the wire rules,
+and each returns: nothing below calls back up. Asserted twice: on the imports
+of every module of the package, and on the frames of a real append through
+the decorator (`test_an_append_calls_only_downward_through_the_layers`).
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -47,28 +56,97 @@ WIRE_RULES = frozenset(
 )
 
 
+#: The layers, lowest first. A module imports from its own layer and those below.
+WIRE, CORE, PASSES, SHELLS = range(4)
+LAYER_NAMES = ("wire", "core", "passes", "shells")
+#: Each module's layer; every module of the package must be placed here (the CLI
+#: package, ``cli`` and ``cli.*``, is a shell as a whole).
+LAYER_OF = {
+    "wire": WIRE,
+    "analysis": CORE,
+    "analysis_cache": CORE,
+    "builder_traits": CORE,
+    "ledger_reads": CORE,
+    "ownership": CORE,
+    "placeholders": CORE,
+    "repair": CORE,
+    # The checks: the repair asks ADK's own builder whether a view is never worse.
+    "builder_check": CORE,
+    "checks": CORE,
+    # What the installed ADK does, detected by feature: read by the core and the shells.
+    "adk_compat": CORE,
+    "request_pass": PASSES,
+    "view": PASSES,
+    "": SHELLS,
+    "__main__": SHELLS,
+    "adk_services": SHELLS,
+    "config": SHELLS,
+    "extras": SHELLS,
+    "factory": SHELLS,
+    "masking": SHELLS,
+    "metrics": SHELLS,
+    "plugin": SHELLS,
+    "service": SHELLS,
+    "uris": SHELLS,
+}
+
+
+def _layer(module: str) -> int:
+    if module == "cli" or module.startswith("cli."):
+        return SHELLS
+    return LAYER_OF[module]
+
+
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Package modules `path` imports, at module level or inside functions."""
-    package = _module_name(path).split(".") if path.name == "__init__.py" else None
-    here = package if package is not None else _module_name(path).split(".")[:-1]
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _imports(path: Path, modules: Iterable[str]) -> set[str]:
+    """Package modules `path` imports (see `_imported`)."""
+    name = _module_name(path)
+    return _imported(path.read_text(), name, path.name == "__init__.py", modules)
+
+
+def _imported(source: str, name: str, is_package: bool, modules: Iterable[str]) -> set[str]:
+    """Package modules module `name` imports, relatively or absolutely, anywhere in it.
+
+    ``from . import view`` imports the module ``view``, not the package.
+    """
+    known = set(modules)
+    here = name.split(".") if is_package else name.split(".")[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                head, _, rest = alias.name.partition(".")
+                if head == PACKAGE.name:
+                    found.add(rest)
+            continue
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = (node.module or "").split(".") if node.module else []
+        if node.level:
             base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
-            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            found.add(target.strip("."))
+            target = ".".join([*base, *module]).strip(".")
+        elif module and module[0] == PACKAGE.name:
+            target = ".".join(module[1:])
+        else:
+            continue
+        for alias in node.names:
+            submodule = f"{target}.{alias.name}".strip(".")
+            found.add(submodule if submodule in known else target)
     return found
 
 
 def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    modules = _modules()
     return {
-        name: {target for target in _imports(path) if target in modules and target != name}
+        name: {target for target in _imports(path, modules) if target in modules and target != name}
         for name, path in modules.items()
     }
 
@@ -96,6 +174,46 @@ def test_no_module_of_the_package_imports_in_a_circle() -> None:
         if name not in state and visit(name, []):
             break
     assert not circle, " -> ".join(circle)
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [name for name in _modules() if name != "cli" and not name.startswith("cli.")]
+    assert not [name for name in unplaced if name not in LAYER_OF], "add it to LAYER_OF"
+    assert not [name for name in LAYER_OF if name not in _modules()], "a module is gone"
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{name or '__init__'} ({LAYER_NAMES[_layer(name)]}) imports "
+        f"{target or '__init__'} ({LAYER_NAMES[_layer(target)]})"
+        for name, targets in graph.items()
+        for target in targets
+        if _layer(target) > _layer(name)
+    )
+
+
+def test_each_module_imports_only_its_own_layer_and_those_below() -> None:
+    """Shells import passes, core and wire; passes the core and wire; the core the wire."""
+    assert not _upward_imports(_graph())
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "from .view import PairedSession",
+        "from . import service",
+        "from .cli._scan import scan",
+        "from adk_pairing.plugin import PairingPlugin",
+        "from adk_pairing import request_pass",
+        "import adk_pairing.view",
+    ],
+)
+def test_an_upward_import_in_the_core_is_caught(spelling: str) -> None:
+    """Every spelling of an import is read, inside a function too."""
+    modules = _modules()
+    graph = _graph()
+    graph["repair"] = _imported(f"def f():\n    {spelling}\n", "repair", False, modules)
+    assert _upward_imports(graph)
 
 
 def test_the_factory_does_not_import_the_decorator() -> None:

@@ -24,9 +24,11 @@ from adk_pairing.cli._fast import (
     light_event,
     needs_confirmation,
 )
+from adk_pairing.ledger_reads import EVENT_FIELDS
 from tests.adk_features import ADK_VERSION
 from tests.unit.events import call, model_event, user_text
 from tests.unit.history_strategies import histories
+from tests.unit.test_ledger_reads import HELD, every_field_history
 
 common = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -128,6 +130,42 @@ def test_light_events_read_camel_case_aliases_too() -> None:
     assert (
         _statuses(analyze([light])) == _statuses(analyze([event])) == [("c1", "refund", "pending")]
     )
+
+
+def _as_the_ledger_reads(target: object, fields: tuple[str, ...]) -> dict[str, object]:
+    """The declared fields of an event (or of what it holds), as the ledger reads them.
+
+    Only their truth is read of ``thought_signature`` (bytes in an ``Event``,
+    base64 text in its JSON) and of empty values.
+    """
+    seen: dict[str, object] = {}
+    for name in fields:
+        value = getattr(target, name, None)  # isolation_scope: absent before google-adk 2.6
+        held = HELD.get(name)
+        if held is not None and value is not None:
+            values = value if isinstance(value, list) else [value]
+            seen[name] = [_as_the_ledger_reads(item, held) for item in values]
+        elif name == "thought_signature":
+            seen[name] = bool(value)
+        elif isinstance(value, set):
+            seen[name] = frozenset(value) or None
+        else:
+            seen[name] = value or None
+    return seen
+
+
+@common
+@given(histories(max_steps=12), st.booleans())
+def test_light_events_carry_every_declared_field_as_the_event_holds_it(
+    events: list[Event], by_alias: bool
+) -> None:
+    """`adk_pairing.ledger_reads` names the fields; `light_event` must fill each one."""
+    for event in [*events, *every_field_history()]:
+        stored = event.model_dump_json(exclude_none=True, by_alias=by_alias)
+        light = light_event(json.loads(stored))
+        assert _as_the_ledger_reads(light, EVENT_FIELDS) == _as_the_ledger_reads(
+            event, EVENT_FIELDS
+        )
 
 
 @pytest.mark.parametrize(

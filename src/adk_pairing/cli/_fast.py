@@ -1,12 +1,13 @@
 """The scan's fast path: only the fields the analysis reads, from stored JSON.
 
 Rebuilding a stored event with ADK's ``Event`` model validates every field of
-every part; the analysis (`adk_pairing.analysis`) reads a handful: each part's
-``function_call`` and ``function_response`` (id and name), its ``text``,
-``thought`` and ``thought_signature`` (`never_sent_as_a_call`), and the
-event's ``author``, ``branch``, ``isolation_scope``, ``invocation_id``,
-``long_running_tool_ids`` and ``actions.rewind_before_invocation_id``.
-`light_event` builds objects with exactly those attributes from an event's
+every part; the analysis (`adk_pairing.analysis`) reads a handful, declared in
+`adk_pairing.ledger_reads`: each part's ``function_call`` and
+``function_response`` (id and name), its ``text``, ``thought`` and
+``thought_signature`` (`never_sent_as_a_call`), and the event's ``author``,
+``branch``, ``isolation_scope``, ``invocation_id``, ``long_running_tool_ids``
+and ``actions.rewind_before_invocation_id``. `light_event` builds objects with
+exactly those attributes (their slots are the declaration) from an event's
 JSON document, and the core's own `analyze` and `is_rewind` run on them
 unchanged (objects built with pydantic's ``model_construct`` cost more than
 validating: ``benchmarks/RESULTS.md``).
@@ -35,6 +36,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..analysis import analyze, is_rewind
+from ..ledger_reads import (
+    ACTIONS_FIELDS,
+    CALL_FIELDS,
+    CONTENT_FIELDS,
+    EVENT_FIELDS,
+    PART_FIELDS,
+)
 
 
 def _json_parser() -> Callable[[str | bytes], Any]:
@@ -71,7 +79,7 @@ class UnexpectedShape(ValueError):
 class LightCall:
     """A function call or response: the id and name the ledger pairs by."""
 
-    __slots__ = ("id", "name")
+    __slots__ = CALL_FIELDS
 
     def __init__(self, call_id: str | None, name: str | None) -> None:
         self.id = call_id
@@ -79,7 +87,7 @@ class LightCall:
 
 
 class LightPart:
-    __slots__ = ("function_call", "function_response", "text", "thought", "thought_signature")
+    __slots__ = PART_FIELDS
 
     def __init__(
         self,
@@ -97,14 +105,14 @@ class LightPart:
 
 
 class LightContent:
-    __slots__ = ("parts",)
+    __slots__ = CONTENT_FIELDS
 
     def __init__(self, parts: list[LightPart] | None) -> None:
         self.parts = parts
 
 
 class LightActions:
-    __slots__ = ("rewind_before_invocation_id",)
+    __slots__ = ACTIONS_FIELDS
 
     def __init__(self, rewind_before_invocation_id: str | None) -> None:
         self.rewind_before_invocation_id = rewind_before_invocation_id
@@ -113,15 +121,7 @@ class LightActions:
 class LightEvent:
     """The fields of an ``Event`` the analysis reads, and nothing else."""
 
-    __slots__ = (
-        "actions",
-        "author",
-        "branch",
-        "content",
-        "invocation_id",
-        "isolation_scope",
-        "long_running_tool_ids",
-    )
+    __slots__ = EVENT_FIELDS
 
     def __init__(
         self,
