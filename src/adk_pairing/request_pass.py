@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 from google.genai import types
@@ -227,7 +227,7 @@ def _repair_segments(
 # -- checking: the segments, and whether each holds ------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Segment:
     """A stretch of contents from a model content that follows a user one to the next.
 
@@ -409,7 +409,8 @@ def _prepare(contents: Sequence[types.Content], segments: Sequence[_Segment]) ->
         if not segment.holds:
             first = len(turns)
             turns += _prepare_turns(contents[segment.start : segment.stop], repairs)
-            segment = replace(segment, turns=range(first, len(turns)))
+            turned = range(first, len(turns))
+            segment = _Segment(segment.start, segment.stop, False, segment.calls, turned)
         prepared.append(segment)
     return _Prepared(contents, prepared, turns, repairs)
 
@@ -699,9 +700,10 @@ def _answers(placement: _Placement, calls: list[TrackedCall]) -> list[types.Part
     answer_at = placement.attribution.answer_at
     model_runs = placement.model_runs
     repairs = placement.repairs
+    id_of = placement.ids.id_of
     placed: list[types.Part] = []
     for call in calls:
-        call_id = placement.ids.id_of(call)
+        call_id = id_of(call)
         where = answer_at.get(id(call))
         if where is None:
             status = placement.held_open.status(call)
@@ -722,8 +724,9 @@ def _answers(placement: _Placement, calls: list[TrackedCall]) -> list[types.Part
 def _place_turn(placement: _Placement, output: _Output, turn_index: int) -> None:
     """Adds one faulty segment's turn to `output`: its own parts, answers first after calls."""
     turn = placement.turns[turn_index]
-    attribution = placement.attribution
-    ids = placement.ids
+    answering = placement.attribution.answering
+    call_at = placement.attribution.call_at
+    id_of = placement.ids.id_of
     repairs = placement.repairs
     parts = turn.parts
     kept: list[types.Part] | None = None
@@ -731,16 +734,16 @@ def _place_turn(placement: _Placement, output: _Output, turn_index: int) -> None
     for part_index, part in enumerate(parts):
         replacement: types.Part | None = part
         if part.function_response is not None:
-            if (turn_index, part_index) not in attribution.answering:
+            if (turn_index, part_index) not in answering:
                 response = part.function_response
                 repairs.append(
                     ContentRepair(ContentRule.ORPHAN_RESPONSE, call_key(response.id, response.name))
                 )
             replacement = None  # placed with its call, or dropped
         elif part.function_call is not None:
-            call = attribution.call_at[(turn_index, part_index)]
+            call = call_at[(turn_index, part_index)]
             calls_here.append(call)
-            new_id = ids.id_of(call)
+            new_id = id_of(call)
             if new_id != call.call_id:
                 assert new_id is not None
                 replacement = _with_call_id(part, new_id)
