@@ -552,10 +552,10 @@ class _IdPlan:
 def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> _IdPlan:
     """Ids unique within the request (and on every call with `fill`), in request order.
 
-    The first call with an id keeps it; a later one gets ``<id>-<n>``, an
-    id-less one (with `fill`) ``call_pairing_<n>``, each the lowest ``n``
-    that no call or result of the request carries, so the same contents
-    always give the same ids.
+    The first call with an id keeps it; a later call with that id gets
+    ``<id>-<n>`` and an id-less one (with `fill`) ``call_pairing_<n>``,
+    numbered in request order and skipping every id a call or result of the
+    request already carries, so the same contents always give the same ids.
     """
     # The ids of the calls in segments that hold, which keep them. A held
     # segment reuses no earlier id (that is a fault), so they count as used
