@@ -73,16 +73,15 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from google.genai import types
 
 from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
 from .placeholders import PlaceholderTexts, placeholder_part
-from .wire import MODEL_ROLES, call_key, is_mixed
+from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
 
 __all__ = [
     "FILLED_ID_PREFIX",
@@ -169,6 +168,65 @@ def satisfies_pairing_rules(
     return all(segment.holds for segment in _scan(contents, fill_missing_ids))
 
 
+def repair_contents(
+    contents: list[types.Content],
+    *,
+    held_open_ids: Collection[str] | Callable[[], Collection[str]] = frozenset(),
+    texts: PlaceholderTexts = _DEFAULT_TEXTS,
+    fill_missing_ids: bool = False,
+) -> RepairedContents:
+    """`contents` made to satisfy the four rules, and what it took.
+
+    Args:
+      contents: The request's contents, as ADK built them. Never mutated.
+      held_open_ids: The ids of the calls ADK holds open (the session's
+        ``long_running_tool_ids``), or a function returning them: it is called
+        only when something needs repair, so a healthy request never pays for
+        reading the session. Confirmation, credential and input requests are
+        held open by name, as in the view.
+      texts: The placeholder texts, the view's.
+      fill_missing_ids: Give id-less calls an id (for providers that pair by
+        id: Anthropic, OpenAI via LiteLlm). Off for Gemini, which pairs by
+        position and from which ADK strips its own ``adk-`` ids on purpose.
+
+    Returns:
+      The same list object when it already satisfies the rules; otherwise new
+      contents (unchanged contents are reused as they are) and the repairs.
+    """
+    segments = _scan(contents, fill_missing_ids)
+    if all(segment.holds for segment in segments):
+        return RepairedContents(contents)
+    return _repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
+
+
+def _repair_segments(
+    contents: Sequence[types.Content],
+    segments: Sequence[_Segment],
+    held_open_ids: Collection[str] | Callable[[], Collection[str]],
+    texts: PlaceholderTexts,
+    fill: bool,
+) -> RepairedContents:
+    """Rebuilds the faulty segments of `contents`; the others are reused as they are.
+
+    Only faulty segments are rebuilt: a segment that holds has every call
+    answered where it stands, so no later result can belong to it and the
+    ledger only needs to pass over it (`PairingLedger.pass_over`). A request
+    with one interrupted call in a long history thus costs a check of every
+    part plus the rebuild of one segment, not a rebuild of everything (the
+    figures: benchmarks/RESULTS.md, "Request pass"). Given one faulty segment
+    of everything, it rebuilds everything; the tests hold both ways to one
+    result.
+    """
+    prepared = _prepare(contents, segments)
+    attribution = _attribute(prepared)
+    ids = _plan_ids(prepared, attribution.calls, fill)
+    placed = _place(prepared, attribution, ids, _HeldOpen(held_open_ids), texts)
+    return RepairedContents(placed.contents, (*prepared.repairs, *ids.repairs, *placed.repairs))
+
+
+# -- checking: the segments, and whether each holds ------------------------------
+
+
 @dataclass(slots=True)
 class _Segment:
     """A stretch of contents from a model content that follows a user one to the next.
@@ -181,7 +239,7 @@ class _Segment:
     stop: int
     holds: bool
     calls: list[types.FunctionCall]
-    #: For a faulty segment: its turns, as positions in the pass's list of turns.
+    #: For a faulty segment, once prepared: its turns, as positions in `_Prepared.turns`.
     turns: range = range(0)
 
 
@@ -190,8 +248,9 @@ def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
 
     The check is positional: in a segment that holds, the ledger's attribution
     pairs each result with the call in the same position, so nothing there
-    needs attributing. This pass is all a healthy request costs. A call id
-    seen earlier in the request (in any segment) is a fault.
+    needs attributing. This pass is all a healthy request costs, so it is one
+    loop with its state in locals (benchmarks/RESULTS.md, "Request pass"). A
+    call id seen earlier in the request (in any segment) is a fault.
     """
     segments: list[_Segment] = []
     seen_ids: set[str] = set()
@@ -287,6 +346,9 @@ def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -
     return True
 
 
+# -- phase 1, prepare: the faulty segments as turns -------------------------------
+
+
 class _Turn:
     """One input content as the ledger reads it: an event-like view of its parts.
 
@@ -294,9 +356,9 @@ class _Turn:
     ``event.branch`` and ``event.long_running_tool_ids``; the request has no
     events, no authors (one for all: the request's calls are all its model's)
     and no branches (ADK's builder kept only what the requesting agent's branch
-    shows). The ledger
-    marks calls held open by name; held-open ids come from the session and are
-    looked up only when a call needs a placeholder (`_repair_segments`).
+    shows). The ledger marks calls held open by name; held-open ids come from
+    the session and are looked up only when a call needs a placeholder
+    (`_HeldOpen`).
     """
 
     __slots__ = ("is_model", "long_running_tool_ids", "parts", "source")
@@ -320,28 +382,37 @@ class _Turn:
         return self
 
 
-def _split_part(part: types.Part, is_model: bool) -> list[types.Part]:
-    """A part holding a call or a result beside text (or both), as separate parts.
+class _Prepared(NamedTuple):
+    """The request as the later phases read it."""
 
-    ADK's Anthropic converter reads ``text`` before ``function_call`` and
-    ``function_response``, and a call before a result, so a mixed part loses
-    all but one of them. Text goes before a call (the assistant speaks, then
-    calls) and after a result (results lead the user turn).
+    contents: Sequence[types.Content]
+    #: The scan's segments; each faulty one with its `_Segment.turns`.
+    segments: list[_Segment]
+    #: The faulty segments' contents as turns, in request order.
+    turns: list[_Turn]
+    #: What preparing changed: split parts, dropped calls and contents.
+    repairs: list[ContentRepair]
+
+
+def _prepare(contents: Sequence[types.Content], segments: Sequence[_Segment]) -> _Prepared:
+    """The faulty segments' contents as turns: each non-empty, none holding a mixed part.
+
+    Every part of a turn is a call, a result or neither (`wire.is_mixed` is
+    false for each), a user-side turn holds no call, and no turn is empty. A
+    segment that holds is left as it is. `segments` are not changed: the
+    faulty ones come back as copies that know their turns.
     """
-    call, response = part.function_call, part.function_response
-    rest = part.model_copy(update={"function_call": None, "function_response": None})
-    pieces: list[types.Part] = []
-    if response is not None:
-        pieces.append(types.Part(function_response=response))
-    sends_rest = bool(part.text) or (part.thought and part.thought_signature is not None)
-    if sends_rest and is_model:
-        pieces.append(rest)
-    if call is not None:
-        # A Gemini thought signature belongs to the call it was issued with.
-        pieces.append(types.Part(function_call=call, thought_signature=part.thought_signature))
-    if sends_rest and not is_model:
-        pieces.append(rest)
-    return pieces
+    repairs: list[ContentRepair] = []
+    turns: list[_Turn] = []
+    prepared: list[_Segment] = []
+    for segment in segments:
+        if not segment.holds:
+            first = len(turns)
+            turns += _prepare_turns(contents[segment.start : segment.stop], repairs)
+            turned = range(first, len(turns))
+            segment = _Segment(segment.start, segment.stop, False, segment.calls, turned)
+        prepared.append(segment)
+    return _Prepared(contents, prepared, turns, repairs)
 
 
 def _prepare_turns(
@@ -390,55 +461,318 @@ def _prepare_turns(
     return turns
 
 
+def _split_part(part: types.Part, is_model: bool) -> list[types.Part]:
+    """A part holding a call or a result beside text (or both), as separate parts.
+
+    ADK's Anthropic converter reads ``text`` before ``function_call`` and
+    ``function_response``, and a call before a result, so a mixed part loses
+    all but one of them. What it sends in their place (`wire.never_sent_as_a_call`)
+    is kept as a part of its own. Text goes before a call (the assistant
+    speaks, then calls) and after a result (results lead the user turn).
+    """
+    call, response = part.function_call, part.function_response
+    rest = part.model_copy(update={"function_call": None, "function_response": None})
+    sends_rest = never_sent_as_a_call(part)
+    pieces: list[types.Part] = []
+    if response is not None:
+        pieces.append(types.Part(function_response=response))
+    if sends_rest and is_model:
+        pieces.append(rest)
+    if call is not None:
+        # A Gemini thought signature belongs to the call it was issued with.
+        pieces.append(types.Part(function_call=call, thought_signature=part.thought_signature))
+    if sends_rest and not is_model:
+        pieces.append(rest)
+    return pieces
+
+
+# -- phase 2, attribute: which result answers which call -------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Attribution:
+    """Who answers whom among the prepared turns, by (turn, part) position in `_Prepared.turns`."""
+
+    #: Every call of the faulty turns, in request order.
+    calls: list[TrackedCall]
+    #: Where each call stands.
+    call_at: dict[tuple[int, int], TrackedCall]
+    #: ``id(call)`` -> where the result that answers it stands; a call not here is unanswered.
+    answer_at: dict[int, tuple[int, int]]
+    #: Where every result that answers a call stands; any other result answers nothing.
+    answering: set[tuple[int, int]]
+
+
+def _attribute(prepared: _Prepared) -> _Attribution:
+    """Who answers whom: each result answers at most one call, each call has at most one answer.
+
+    The view's own ledger decides, one turn per content, passing over the
+    segments that hold. NEWEST_BUILDER, not the installed ADK's traits: these
+    contents are the request as sent, after ADK's builder (module docstring).
+    Every call is tracked, a repeated id in one content too: `_plan_ids`
+    renames it apart, so it needs an answer of its own.
+    """
+    turns = prepared.turns
+    ledger = PairingLedger(NEWEST_BUILDER, track_repeated_ids=True)
+    settled: list[TrackedCall] = []
+    answered_at: list[tuple[int, int]] = []
+    for segment in prepared.segments:
+        if segment.holds:
+            ledger.pass_over((call.id, call.name or "") for call in segment.calls)
+        elif segment.turns:
+            ledger.walk(
+                cast("Sequence[Event]", turns[segment.turns.start : segment.turns.stop]),
+                segment.turns.start,
+                settled,
+                answered_at=answered_at,
+            )
+    return _Attribution(
+        calls=ledger.calls,
+        call_at={(call.event_index, call.part_index): call for call in ledger.calls},
+        answer_at={id(call): where for call, where in zip(settled, answered_at, strict=True)},
+        answering=set(answered_at),
+    )
+
+
+# -- phase 3, plan ids: the id each call goes out with ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
 class _IdPlan:
     """The id each call goes out with: its own, or a fresh one for a duplicate or a gap."""
 
-    def __init__(
-        self,
-        turns: Sequence[_Turn],
-        calls: Sequence[TrackedCall],
-        fill: bool,
-        kept_ids: AbstractSet[str],
-    ) -> None:
-        # `kept_ids`: the ids of the calls in segments that hold, which keep them.
-        taken: set[str] = set(kept_ids)
-        for turn in turns:
-            for part in turn.parts:
-                if part.function_call is not None and part.function_call.id:
-                    taken.add(part.function_call.id)
-                if part.function_response is not None and part.function_response.id:
-                    taken.add(part.function_response.id)
-        self.new_id: dict[int, str] = {}  # id(TrackedCall) -> the id it goes out with
-        self.repairs: list[ContentRepair] = []
-        # A held segment reuses no earlier id (that is a fault), so its ids
-        # can count as used from the start.
-        used: set[str] = set(kept_ids)
-        filled = 0
-        for call in calls:
-            if call.call_id:
-                if call.call_id not in used:
-                    used.add(call.call_id)
-                    continue
-                suffix = 2
-                while f"{call.call_id}-{suffix}" in taken:
-                    suffix += 1
-                fresh = f"{call.call_id}-{suffix}"
-                rule = ContentRule.DUPLICATE_ID
-            elif fill:
-                filled += 1
-                while f"{FILLED_ID_PREFIX}{filled}" in taken:
-                    filled += 1
-                fresh = f"{FILLED_ID_PREFIX}{filled}"
-                rule = ContentRule.MISSING_ID
-            else:
-                continue
-            taken.add(fresh)
-            used.add(fresh)
-            self.new_id[id(call)] = fresh
-            self.repairs.append(ContentRepair(rule, call.key))
+    #: ``id(call)`` -> its fresh id, for the calls that get one.
+    fresh: dict[int, str]
+    repairs: list[ContentRepair]
 
     def id_of(self, call: TrackedCall) -> str | None:
-        return self.new_id.get(id(call), call.call_id)
+        return self.fresh.get(id(call), call.call_id)
+
+
+def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> _IdPlan:
+    """Ids unique within the request (and on every call with `fill`), in request order.
+
+    The first call with an id keeps it; a later call with that id gets
+    ``<id>-<n>`` and an id-less one (with `fill`) ``call_pairing_<n>``,
+    numbered in request order and skipping every id a call or result of the
+    request already carries, so the same contents always give the same ids.
+    """
+    # The ids of the calls in segments that hold, which keep them. A held
+    # segment reuses no earlier id (that is a fault), so they count as used
+    # from the start.
+    kept_ids = {
+        call.id
+        for segment in prepared.segments
+        if segment.holds
+        for call in segment.calls
+        if call.id
+    }
+    taken: set[str] = set(kept_ids)
+    for turn in prepared.turns:
+        for part in turn.parts:
+            if part.function_call is not None and part.function_call.id:
+                taken.add(part.function_call.id)
+            if part.function_response is not None and part.function_response.id:
+                taken.add(part.function_response.id)
+    fresh: dict[int, str] = {}
+    repairs: list[ContentRepair] = []
+    used: set[str] = set(kept_ids)
+    filled = 0
+    for call in calls:
+        if call.call_id:
+            if call.call_id not in used:
+                used.add(call.call_id)
+                continue
+            suffix = 2
+            while f"{call.call_id}-{suffix}" in taken:
+                suffix += 1
+            new_id = f"{call.call_id}-{suffix}"
+            rule = ContentRule.DUPLICATE_ID
+        elif fill:
+            filled += 1
+            while f"{FILLED_ID_PREFIX}{filled}" in taken:
+                filled += 1
+            new_id = f"{FILLED_ID_PREFIX}{filled}"
+            rule = ContentRule.MISSING_ID
+        else:
+            continue
+        taken.add(new_id)
+        used.add(new_id)
+        fresh[id(call)] = new_id
+        repairs.append(ContentRepair(rule, call.key))
+    return _IdPlan(fresh, repairs)
+
+
+# -- phase 4, place: each answer (or placeholder) right after its call -----------
+
+
+class _HeldOpen:
+    """Which unanswered calls ADK holds open; the session's ids are read once, when first needed."""
+
+    __slots__ = ("_ids", "_read")
+
+    def __init__(self, held_open_ids: Collection[str] | Callable[[], Collection[str]]) -> None:
+        self._read = held_open_ids if callable(held_open_ids) else None
+        self._ids: Collection[str] | None = None if callable(held_open_ids) else held_open_ids
+
+    def status(self, call: TrackedCall) -> CallStatus:
+        """Pending when ADK holds `call` open (`wire.is_held_open`), else missing."""
+        # The ledger knows the calls held open by name; ids come from the
+        # session, read only now that a call needs a placeholder.
+        if call.held_open:
+            return CallStatus.PENDING
+        if not call.call_id:
+            return CallStatus.MISSING
+        if self._ids is None:
+            self._ids = self._read()  # type: ignore[misc]
+        held = is_held_open(call.name, call.call_id, self._ids)
+        return CallStatus.PENDING if held else CallStatus.MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    """What placing the turns reads, and the repairs it records."""
+
+    turns: list[_Turn]
+    attribution: _Attribution
+    ids: _IdPlan
+    #: Per turn, the run of adjacent model turns it belongs to or follows.
+    model_runs: list[int]
+    held_open: _HeldOpen
+    texts: PlaceholderTexts
+    repairs: list[ContentRepair]
+
+
+class _Placed(NamedTuple):
+    contents: list[types.Content]
+    repairs: list[ContentRepair]
+
+
+def _place(
+    prepared: _Prepared,
+    attribution: _Attribution,
+    ids: _IdPlan,
+    held_open: _HeldOpen,
+    texts: PlaceholderTexts,
+) -> _Placed:
+    """The contents to send: every call answered right after it, roles alternating.
+
+    Each call's answer (its result, else a placeholder) leads the user turn
+    after the model turn that holds the call, in call order; every other
+    result is dropped; adjacent turns of one role are merged; calls carry
+    their planned ids and results their calls' ids and names. A segment
+    that holds is reused as it is (merged into the previous turn if it must).
+    """
+    turns = prepared.turns
+    placement = _Placement(turns, attribution, ids, _model_runs(turns), held_open, texts, [])
+    output = _Output()
+    for segment in prepared.segments:
+        if segment.holds:
+            if output.reuse(prepared.contents[segment.start : segment.stop]):
+                placement.repairs.append(ContentRepair(ContentRule.MERGED))
+            continue
+        for turn_index in segment.turns:
+            _place_turn(placement, output, turn_index)
+        if output.last_is_model and output.awaiting:
+            output.open(False, None, _answers(placement, output.awaiting))
+            output.awaiting = []
+    return _Placed(output.build(), placement.repairs)
+
+
+def _model_runs(turns: Sequence[_Turn]) -> list[int]:
+    """Per turn, the number of the run of adjacent model turns it belongs to or follows.
+
+    A result is in place when it sits in a user turn after its call's run.
+    """
+    model_run: list[int] = []
+    run = 0
+    previous_is_model = False
+    for turn in turns:
+        run += turn.is_model and not previous_is_model
+        previous_is_model = turn.is_model
+        model_run.append(run)
+    return model_run
+
+
+def _answers(placement: _Placement, calls: list[TrackedCall]) -> list[types.Part]:
+    """The answers to `calls`, in order: each call's own result, else its placeholder."""
+    turns = placement.turns
+    answer_at = placement.attribution.answer_at
+    model_runs = placement.model_runs
+    repairs = placement.repairs
+    id_of = placement.ids.id_of
+    placed: list[types.Part] = []
+    for call in calls:
+        call_id = id_of(call)
+        where = answer_at.get(id(call))
+        if where is None:
+            status = placement.held_open.status(call)
+            placed.append(placeholder_part(call_id, call.name, status, placement.texts))
+            repairs.append(ContentRepair(ContentRule.PLACEHOLDER, call_id or call.name, status))
+            continue
+        turn_index, part_index = where
+        original = turns[turn_index].parts[part_index]
+        part = _as_answer_to(original, call_id, call.name)
+        if (original.function_response.name or "") != call.name:  # type: ignore[union-attr]
+            repairs.append(ContentRepair(ContentRule.RESPONSE_NAME, call_id or call.name))
+        if turns[turn_index].is_model or model_runs[turn_index] != model_runs[call.event_index]:
+            repairs.append(ContentRepair(ContentRule.MOVED_RESPONSE, call_id or call.name))
+        placed.append(part)
+    return placed
+
+
+def _place_turn(placement: _Placement, output: _Output, turn_index: int) -> None:
+    """Adds one faulty segment's turn to `output`: its own parts, answers first after calls."""
+    turn = placement.turns[turn_index]
+    answering = placement.attribution.answering
+    call_at = placement.attribution.call_at
+    id_of = placement.ids.id_of
+    repairs = placement.repairs
+    parts = turn.parts
+    kept: list[types.Part] | None = None
+    calls_here: list[TrackedCall] = []
+    for part_index, part in enumerate(parts):
+        replacement: types.Part | None = part
+        if part.function_response is not None:
+            if (turn_index, part_index) not in answering:
+                response = part.function_response
+                repairs.append(
+                    ContentRepair(ContentRule.ORPHAN_RESPONSE, call_key(response.id, response.name))
+                )
+            replacement = None  # placed with its call, or dropped
+        elif part.function_call is not None:
+            call = call_at[(turn_index, part_index)]
+            calls_here.append(call)
+            new_id = id_of(call)
+            if new_id != call.call_id:
+                assert new_id is not None
+                replacement = _with_call_id(part, new_id)
+        if replacement is not part and kept is None:
+            kept = list(parts[:part_index])
+        if kept is not None and replacement is not None:
+            kept.append(replacement)
+    own = parts if kept is None else kept
+    if turn.is_model:
+        if not own:
+            return
+        if output.last_is_model:
+            repairs.append(ContentRepair(ContentRule.MERGED))
+            output.extend_last(own)
+            output.awaiting.extend(calls_here)
+        else:
+            output.open(True, turn.source, own)
+            output.awaiting = calls_here
+        return
+    if output.last_is_model and output.awaiting:
+        output.open(False, turn.source, [*_answers(placement, output.awaiting), *own])
+    elif not own:
+        return
+    elif output.last_is_model is False:
+        repairs.append(ContentRepair(ContentRule.MERGED))
+        output.extend_last(own)
+    else:
+        output.open(False, turn.source, own)
+    output.awaiting = []
 
 
 def _with_call_id(part: types.Part, call_id: str) -> types.Part:
@@ -521,206 +855,3 @@ def _same_parts(parts: list[types.Part], original: list[types.Part] | None) -> b
     if original is None or len(parts) != len(original):
         return False
     return all(mine is theirs for mine, theirs in zip(parts, original, strict=True))
-
-
-def repair_contents(
-    contents: list[types.Content],
-    *,
-    held_open_ids: Collection[str] | Callable[[], Collection[str]] = frozenset(),
-    texts: PlaceholderTexts = _DEFAULT_TEXTS,
-    fill_missing_ids: bool = False,
-) -> RepairedContents:
-    """`contents` made to satisfy the four rules, and what it took.
-
-    Args:
-      contents: The request's contents, as ADK built them. Never mutated.
-      held_open_ids: The ids of the calls ADK holds open (the session's
-        ``long_running_tool_ids``), or a function returning them: it is called
-        only when something needs repair, so a healthy request never pays for
-        reading the session. Confirmation, credential and input requests are
-        held open by name, as in the view.
-      texts: The placeholder texts, the view's.
-      fill_missing_ids: Give id-less calls an id (for providers that pair by
-        id: Anthropic, OpenAI via LiteLlm). Off for Gemini, which pairs by
-        position and from which ADK strips its own ``adk-`` ids on purpose.
-
-    Returns:
-      The same list object when it already satisfies the rules; otherwise new
-      contents (unchanged contents are reused as they are) and the repairs.
-    """
-    segments = _scan(contents, fill_missing_ids)
-    if all(segment.holds for segment in segments):
-        return RepairedContents(contents)
-    return _repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
-
-
-def _repair_segments(
-    contents: list[types.Content],
-    segments: list[_Segment],
-    held_open_ids: Collection[str] | Callable[[], Collection[str]],
-    texts: PlaceholderTexts,
-    fill: bool,
-) -> RepairedContents:
-    """Rebuilds the faulty segments of `contents`; the others are reused as they are.
-
-    Only faulty segments are rebuilt: a segment that holds has every call
-    answered where it stands, so no later result can belong to it and the
-    ledger only needs to pass over it (`PairingLedger.pass_over`). A request
-    with one interrupted call in a long history thus costs a check of every
-    part plus the rebuild of one segment, not a rebuild of everything (the
-    figures: benchmarks/RESULTS.md, "Request pass"). Given one faulty segment
-    of everything, it rebuilds everything; the tests hold both ways to one
-    result.
-    """
-    held_ids: Collection[str] | None = None if callable(held_open_ids) else held_open_ids
-
-    def held_open(call: TrackedCall) -> bool:
-        # The ledger knows the calls held open by name; ids come from the
-        # session, read only now that a call needs a placeholder.
-        nonlocal held_ids
-        if call.held_open or not call.call_id:
-            return call.held_open
-        if held_ids is None:
-            held_ids = held_open_ids()  # type: ignore[operator]
-        return call.call_id in held_ids
-
-    repairs: list[ContentRepair] = []
-    turns: list[_Turn] = []
-    kept_ids: set[str] = set()
-    for segment in segments:
-        if segment.holds:
-            kept_ids.update(call.id for call in segment.calls if call.id)
-            continue
-        first = len(turns)
-        turns += _prepare_turns(contents[segment.start : segment.stop], repairs)
-        segment.turns = range(first, len(turns))
-
-    # Attribution: the view's own ledger, one turn per content, passing over
-    # the segments that hold. NEWEST_BUILDER, not the installed ADK's traits:
-    # these contents are the request as sent, after ADK's builder (see the
-    # module docstring). Every call is tracked, a repeated id in one content
-    # too: `_IdPlan` renames it apart, so it needs an answer of its own.
-    ledger = PairingLedger(NEWEST_BUILDER, track_repeated_ids=True)
-    settled: list[TrackedCall] = []
-    answered_at: list[tuple[int, int]] = []
-    for segment in segments:
-        if segment.holds:
-            ledger.pass_over((call.id, call.name or "") for call in segment.calls)
-        elif segment.turns:
-            ledger.walk(
-                cast("Sequence[Event]", turns[segment.turns.start : segment.turns.stop]),
-                segment.turns.start,
-                settled,
-                answered_at=answered_at,
-            )
-    answer_of: dict[int, tuple[int, int]] = {
-        id(call): where for call, where in zip(settled, answered_at, strict=True)
-    }
-    answering: set[tuple[int, int]] = set(answered_at)
-    ids = _IdPlan(turns, ledger.calls, fill, kept_ids)
-    repairs.extend(ids.repairs)
-    calls_at: dict[tuple[int, int], TrackedCall] = {
-        (call.event_index, call.part_index): call for call in ledger.calls
-    }
-    # The run of adjacent model turns each turn belongs to or follows: a
-    # result is in place when it sits in a user turn after its call's run.
-    model_run: list[int] = []
-    run = 0
-    previous_is_model = False
-    for turn in turns:
-        run += turn.is_model and not previous_is_model
-        previous_is_model = turn.is_model
-        model_run.append(run)
-
-    def answers(calls: list[TrackedCall]) -> list[types.Part]:
-        placed: list[types.Part] = []
-        for call in calls:
-            call_id = ids.id_of(call)
-            where = answer_of.get(id(call))
-            if where is None:
-                status = CallStatus.PENDING if held_open(call) else CallStatus.MISSING
-                placed.append(placeholder_part(call_id, call.name, status, texts))
-                repairs.append(ContentRepair(ContentRule.PLACEHOLDER, call_id or call.name, status))
-                continue
-            turn_index, part_index = where
-            original = turns[turn_index].parts[part_index]
-            part = _as_answer_to(original, call_id, call.name)
-            if (original.function_response.name or "") != call.name:  # type: ignore[union-attr]
-                repairs.append(ContentRepair(ContentRule.RESPONSE_NAME, call_id or call.name))
-            if turns[turn_index].is_model or model_run[turn_index] != model_run[call.event_index]:
-                repairs.append(ContentRepair(ContentRule.MOVED_RESPONSE, call_id or call.name))
-            placed.append(part)
-        return placed
-
-    output = _Output()
-    for segment in segments:
-        if segment.holds:
-            if output.reuse(contents[segment.start : segment.stop]):
-                repairs.append(ContentRepair(ContentRule.MERGED))
-            continue
-        for turn_index in segment.turns:
-            _place_turn(
-                turns[turn_index], turn_index, output, calls_at, answering, ids, answers, repairs
-            )
-        if output.last_is_model and output.awaiting:
-            output.open(False, None, answers(output.awaiting))
-            output.awaiting = []
-    return RepairedContents(output.build(), tuple(repairs))
-
-
-def _place_turn(
-    turn: _Turn,
-    turn_index: int,
-    output: _Output,
-    calls_at: dict[tuple[int, int], TrackedCall],
-    answering: set[tuple[int, int]],
-    ids: _IdPlan,
-    answers: Callable[[list[TrackedCall]], list[types.Part]],
-    repairs: list[ContentRepair],
-) -> None:
-    """Adds one faulty segment's turn to `output`: its own parts, answers first after calls."""
-    parts = turn.parts
-    kept: list[types.Part] | None = None
-    calls_here: list[TrackedCall] = []
-    for part_index, part in enumerate(parts):
-        replacement: types.Part | None = part
-        if part.function_response is not None:
-            if (turn_index, part_index) not in answering:
-                response = part.function_response
-                repairs.append(
-                    ContentRepair(ContentRule.ORPHAN_RESPONSE, call_key(response.id, response.name))
-                )
-            replacement = None  # placed with its call, or dropped
-        elif part.function_call is not None:
-            call = calls_at[(turn_index, part_index)]
-            calls_here.append(call)
-            new_id = ids.id_of(call)
-            if new_id != call.call_id:
-                assert new_id is not None
-                replacement = _with_call_id(part, new_id)
-        if replacement is not part and kept is None:
-            kept = list(parts[:part_index])
-        if kept is not None and replacement is not None:
-            kept.append(replacement)
-    own = parts if kept is None else kept
-    if turn.is_model:
-        if not own:
-            return
-        if output.last_is_model:
-            repairs.append(ContentRepair(ContentRule.MERGED))
-            output.extend_last(own)
-            output.awaiting.extend(calls_here)
-        else:
-            output.open(True, turn.source, own)
-            output.awaiting = calls_here
-        return
-    if output.last_is_model and output.awaiting:
-        output.open(False, turn.source, [*answers(output.awaiting), *own])
-    elif not own:
-        return
-    elif output.last_is_model is False:
-        repairs.append(ContentRepair(ContentRule.MERGED))
-        output.extend_last(own)
-    else:
-        output.open(False, turn.source, own)
-    output.awaiting = []

@@ -24,12 +24,13 @@ from adk_pairing import PlaceholderTexts
 from adk_pairing.checks import anthropic_pairing_violations, request_violations
 from adk_pairing.request_pass import (
     ContentRule,
+    _prepare,
     _repair_segments,
     _scan,
     repair_contents,
     satisfies_pairing_rules,
 )
-from adk_pairing.wire import converter_sends_signed_thoughts
+from adk_pairing.wire import MODEL_ROLES, converter_sends_signed_thoughts, is_mixed
 
 # -- building contents --------------------------------------------------------
 
@@ -545,6 +546,22 @@ def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_giv
     everything = _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
     assert dump(local.contents) == dump(everything.contents)
     assert sorted(map(repr, local.notable)) == sorted(map(repr, everything.notable))
+
+
+@RELAXED
+@given(contents=any_contents(), fill=st.booleans())
+def test_prepared_turns_are_non_empty_unmixed_and_hold_no_user_side_call(
+    contents: list[types.Content], fill: bool
+) -> None:
+    prepared = _prepare(contents, _scan(contents, fill))
+    faulty = [segment for segment in prepared.segments if not segment.holds]
+    assert [t for s in faulty for t in s.turns] == list(range(len(prepared.turns)))
+    for turn in prepared.turns:
+        assert turn.parts
+        assert not any(is_mixed(part) for part in turn.parts)
+        assert turn.is_model == (turn.source.role in MODEL_ROLES)
+        if not turn.is_model:
+            assert all(part.function_call is None for part in turn.parts)
 
 
 def test_segments_that_hold_are_reused_around_the_one_that_is_repaired() -> None:
