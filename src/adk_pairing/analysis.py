@@ -826,8 +826,8 @@ class _OlderBuilderAdapter:
     2.11 and later). A ledger built for an older builder's traits gets one
     adapter, chosen once (`_adapter_for`), which `PairingLedger.walk` and
     `PairingLedger._open_calls_of` consult at the points below; under the
-    newest builder there is none, so its walk pays one ``is None`` per
-    response and per event. Each hook here is the newest builder's answer:
+    newest builder there is none, so its walk pays only an ``is None`` test
+    at each of them. Each hook here is the newest builder's answer:
     nothing to add. The adapters are mixins (ADK <= 2.6 has both
     differences: `_PairsByLastResponseAndWalksBack`), so a hook both
     implement passes on through ``super()``.
@@ -904,14 +904,16 @@ class _WalksBack(_OlderBuilderAdapter):
     Mirrors ``_rearrange_events_for_latest_function_response``: 2.10.0
     ``flows/llm_flows/tools/_rearranger.py:311`` (run by
     ``flows/llm_flows/context/_contents.py:542``), 2.6.2
-    ``flows/llm_flows/contents.py:194`` (run by ``contents.py:829``). It
-    returns at once when the event before the trailing response event holds
-    one of its calls (2.10.0 :345, 2.6.2 :228); otherwise it walks back, and
-    an older call event sharing an id with the one it found raises (2.10.0
-    :362, 2.6.2 :245) or becomes the new start of a merge that drops
+    ``flows/llm_flows/contents.py:194`` (run by ``contents.py:829``; 1.20.0
+    ``contents.py:126``, run by :434). It returns at once when the event
+    before the trailing response event holds one of its calls (2.10.0 :345,
+    2.6.2 :228, 1.20.0 :160); otherwise it walks back, and an older call
+    event sharing an id with the one it found raises (2.10.0 :362, 2.6.2
+    :245, 1.20.0 :177) or becomes the new start of a merge that drops
     everything after it (its ``break`` leaves only the inner loop: 2.10.0
-    :371, 2.6.2 :254). 2.13.0 finds each result's own call event instead
-    (``_find_owning_call_event_index``, ``tools/_rearranger.py:359``).
+    :371, 2.6.2 :254, 1.20.0 :186). 2.13.0 finds each result's own call
+    event instead (``_find_owning_call_event_index``,
+    ``tools/_rearranger.py:359``, used by :378).
 
     So it withholds (`_withhold_before_a_walk_back`), and marks two shapes
     the fuzz run finds misplaced only here: a result before any call with its
@@ -1097,14 +1099,15 @@ class _PairsByLastResponse(_OlderBuilderAdapter):
 
     Mirrors ``_rearrange_events_for_async_function_responses_in_history``
     (2.6.2 ``flows/llm_flows/contents.py:145``, run by ``contents.py:832``;
-    1.20.0 the same), whose map from a call id to the *last* event holding a
-    response with it (2.6.2 :149-155, 1.20.0 :84-90) puts that event after
-    every call event with the id. So a response with an id answers every
-    call with its id whose branch is shown the response, earlier or later: a
-    placeholder for one would only replace that response. From 2.9 a response
-    belongs to the newest call before it with its id (2.10.0
-    ``flows/llm_flows/tools/_rearranger.py:128-129``, 2.13.0 :139-140), the
-    ledger's own rule. An id-less response pairs by the ledger's rule here too.
+    1.20.0 ``contents.py:79``, run by :437), whose map from a call id to the
+    *last* event holding a response with it (2.6.2 :149-155, 1.20.0 :84-90)
+    puts that event after every call event with the id. So a response with an
+    id answers every call with its id whose branch is shown the response,
+    earlier or later: a placeholder for one would only replace that response.
+    From 2.9 a response belongs to the newest call before it with its id
+    (2.10.0 ``flows/llm_flows/tools/_rearranger.py:128-129``, 2.13.0
+    :139-140), the ledger's own rule. An id-less response pairs by the
+    ledger's rule here too.
     """
 
     def __init__(self, traits: BuilderTraits) -> None:
