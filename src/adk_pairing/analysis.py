@@ -53,7 +53,8 @@ builds a model request:
 
 Older request builders pair reused ids differently, and the view must never
 make their request worse than the stored history's. Two traits, detected by
-running ADK's own functions once (`adk_pairing.builder_traits`), switch rules:
+running ADK's own functions once (`adk_pairing.builder_traits`), choose the
+ledger's adapters for them (`_PairsByLastResponse`, `_WalksBack`):
 
 * ADK <= 2.6 puts the *last* response with an id after *every* call with that
   id. There, a response answers every call with its id, earlier or later: a
@@ -101,12 +102,12 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple, Self
 
 from google.adk.events.event import Event
-from google.genai.types import FunctionCall, Part
+from google.genai.types import FunctionCall, FunctionResponse, Part
 
 from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
 from .wire import (
@@ -266,31 +267,29 @@ class PairingLedger:
     `carry_forward` copies only what later events can still change.
 
     `traits` say how the installed ADK's request builder pairs reused ids
-    (`adk_pairing.builder_traits`); the rules they switch are in the module
-    docstring. With `track_repeated_ids`, a call whose id an earlier call of
-    the same event carries is tracked as a call of its own rather than skipped:
-    the request pass (`adk_pairing.request_pass`) renames such ids apart, so each
+    (`adk_pairing.builder_traits`). The methods here are the newest builder's
+    rules (google-adk 2.11 and later); an older builder's differences (see the
+    module docstring) live in its adapter (`_OlderBuilderAdapter`), chosen
+    once from the traits, which `walk` consults at a few marked points.
+
+    With `track_repeated_ids`, a call whose id an earlier call of the same
+    event carries is tracked as a call of its own rather than skipped: the
+    request pass (`adk_pairing.request_pass`) renames such ids apart, so each
     is its own ``tool_use`` on the wire and needs its own answer.
     """
 
     __slots__ = (
-        "_answered_ids",
-        "_answered_in",
+        "_adapter",
         "_answered_later",
         "_by_branch",
         "_held_now",
         "_holding",
         "_idless_open",
-        "_last_call_event",
         "_newest_by_id",
         "_open",
-        "_open_by_id",
-        "_previous_index",
-        "_seen_call_ids",
         "_to_confirm",
         "_track_repeated_ids",
         "_waited_on",
-        "_withheld",
         "calls",
         "placements_moved",
         "shapes",
@@ -301,6 +300,8 @@ class PairingLedger:
         self, traits: BuilderTraits | None = None, *, track_repeated_ids: bool = False
     ) -> None:
         self.traits = traits if traits is not None else builder_traits()
+        # None under the newest builder: its rules are the plain path.
+        self._adapter = _adapter_for(self.traits)
         self._track_repeated_ids = track_repeated_ids
         #: Every call observed, in order (after `carry_forward`: the calls
         #: open at that point and every call observed since).
@@ -327,20 +328,6 @@ class PairingLedger:
         # id-less calls of that name. An emptied queue stays: it still owns
         # later responses of that name, which then answer nothing.
         self._idless_open: dict[str, deque[TrackedCall]] = {}
-        # Builders that pair by the last response (ADK <= 2.6): call id -> every
-        # open call with it, and the ids some response already carries.
-        self._open_by_id: dict[str, list[TrackedCall]] = {}
-        self._answered_ids: set[str] = set()
-        # The same ids by the branch of the response (None for branch-less ones).
-        self._answered_in: dict[str | None, set[str]] = {}
-        # Builders whose latest-response rearranger walks back (ADK <= 2.10):
-        # every call id seen (None for id-less), the newest call event's index
-        # and ids if it reuses one, and the index of the last event with parts.
-        self._seen_call_ids: set[str | None] = set()
-        self._last_call_event: tuple[int, frozenset[str | None]] | None = None
-        self._previous_index = -1
-        # The calls withheld while a response event is the last one.
-        self._withheld: list[TrackedCall] | None = None
         # Call event index -> (lowest and highest part index of its calls that
         # later events answered, the index of the event that did, or -1 when
         # that cannot take its placeholders, how many it answered), while the
@@ -367,9 +354,11 @@ class PairingLedger:
         """True while some calls are withheld until an event with parts follows.
 
         `observe` does not report their release; a view kept current by
-        appends rebuilds from a fresh walk on its next append instead.
+        appends rebuilds from a fresh walk on its next append instead. Only
+        an older builder's adapter withholds (`_WalksBack`).
         """
-        return self._withheld is not None
+        adapter = self._adapter
+        return adapter is not None and adapter.withholding
 
     @property
     def open_calls(self) -> OpenCalls:
@@ -408,7 +397,8 @@ class PairingLedger:
         """Records `events`, the first at index `start`; returns None when all are recorded.
 
         This loop runs once per event of every history the decorator has not
-        seen, so it is written for that: no call per event, nothing allocated
+        seen, so it is written for that: no call per event (under the newest
+        builder's traits, which need no adapter), nothing allocated
         for an event without calls, and only the fields the rules need are
         read (each is a likely cache miss on freshly loaded events). Earlier
         calls that the events answer are appended to `settled` when given,
@@ -416,21 +406,23 @@ class PairingLedger:
         response to `answered_at` (the request pass moves responses by it).
         One response answers one call, and `settled` holds only answered
         calls, only under the newest builder's traits: `answered_at` needs
-        them (the older traits settle every call with an id at once, or
-        report withheld calls that nothing answered).
+        them (an older builder's adapter settles every call with an id at
+        once, or reports withheld calls that nothing answered).
 
         With `stop_at_rewind`, it stops at the first rewind (`is_rewind`, with
         or without content) and returns that event's index, so the caller can
         walk again with the rewind applied.
+
+        The loop is the newest builder's rules; an older builder's adapter
+        (`_OlderBuilderAdapter`) gets a say at three marked points: each
+        response, each answer, and the end of each event's parts.
         """
         newest_by_id = self._newest_by_id
         by_branch = self._by_branch
         idless_open = self._idless_open
-        by_last_response = self.traits.history_pairs_by_last_response
-        walks_back = self.traits.latest_response_walks_back
-        if answered_at is not None and (by_last_response or walks_back):
+        adapter = self._adapter
+        if answered_at is not None and adapter is not None:
             raise ValueError("answered_at needs a ledger with NEWEST_BUILDER traits")
-        holding = self._withheld is not None
         index = start - 1
         for event in events:
             index += 1
@@ -446,7 +438,6 @@ class PairingLedger:
             if not parts:
                 continue
             calls_here: list[tuple[int, Part]] | None = None
-            response_ids: set[str | None] | None = None
             part_index = -1
             for part in parts:
                 part_index += 1
@@ -465,30 +456,12 @@ class PairingLedger:
                     continue
                 if calls_here is not None:
                     self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
+                if adapter is not None and adapter.takes_response(
+                    self, event, index, parts, part_index, response, settled
+                ):
+                    continue
                 response_id = response.id
-                if walks_back:
-                    if response_ids is None:
-                        response_ids = {response_id or None}
-                    else:
-                        response_ids.add(response_id or None)
-                    if response_id and response_id not in self._seen_call_ids:
-                        # Older builders only: a result before any call with its id.
-                        self.shapes.add(IrregularShape.RESULT_BEFORE_ITS_CALL)
                 if response_id:
-                    if by_last_response:
-                        if response_id in self._answered_ids and _earlier_response_with(
-                            parts, part_index, response_id
-                        ):
-                            self.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
-                        self._settle_every_call_with(
-                            response_id,
-                            settled,
-                            event.author,
-                            response.name,
-                            event.branch,
-                            index,
-                        )
-                        continue
                     # Only open calls are indexed, so a hit is always open.
                     if by_branch is None:
                         call = newest_by_id.pop(response_id, None)
@@ -515,37 +488,18 @@ class PairingLedger:
                     # One agent's result for another agent's call: ADK writes a
                     # tool's result under the agent that called it (or the user).
                     self.shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
-                elif walks_back and call.name != (response.name or ""):
-                    self.shapes.add(IrregularShape.RESULT_UNDER_ANOTHER_NAME)
+                elif adapter is not None:
+                    adapter.check_answer(self, call, response)
                 self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
             if self._to_confirm >= 0:
                 self._confirm_sole_answers(parts, index)
-            if holding and not (
-                # ADK drops an event of orphan responses before looking for
-                # the last one, so it does not end the hazard.
-                calls_here is None
-                and response_ids is not None
-                and self.traits.drops_orphan_responses
-                and len(response_ids) == len(parts)
-                and None not in response_ids
-                and response_ids.isdisjoint(self._seen_call_ids)
-            ):
-                # The result is no longer last: the placeholder is safe again.
-                # (A withheld call this event answered stays answered.)
-                self._release_withheld()
-                holding = False
-            if response_ids is not None:
-                holding = (
-                    self._withhold_before_a_walk_back(response_ids, settled, event.branch)
-                    or holding
-                )
+            if adapter is not None:
+                adapter.end_parts(self, event, index, parts, calls_here, settled)
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here)
                 by_branch = self._by_branch
-            if walks_back:  # only the walk-back hazard reads it
-                self._previous_index = index
         return None
 
     def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
@@ -576,9 +530,8 @@ class PairingLedger:
         scope = getattr(event, "isolation_scope", None)
         for run_id in held_by_child(branch, scope, bool(waiting)):
             caller = self._newest_by_id.get(run_id)
-            if caller is None:
-                callers = self._open_by_id.get(run_id)
-                caller = callers[-1] if callers else None
+            if caller is None and self._adapter is not None:
+                caller = self._adapter.newest_open_call_with(run_id)
             if caller is None or caller.answered:
                 continue
             was_pending = caller.held_open
@@ -724,109 +677,6 @@ class PairingLedger:
             return last_answer
         return None
 
-    def _settle_every_call_with(
-        self,
-        call_id: str,
-        settled: list[TrackedCall] | None,
-        author: str,
-        name: str | None,
-        branch: str | None,
-        by: int,
-    ) -> None:
-        """ADK <= 2.6: a response with an id answers every call with that id, before or after,
-        whose branch is shown the response (`branch_shows`)."""
-        branch = branch or None
-        self._answered_ids.add(call_id)
-        self._answered_in.setdefault(branch, set()).add(call_id)
-        calls = self._open_by_id.pop(call_id, ())
-        if branch is not None and self._by_branch is not None:
-            unseen = [call for call in calls if not branch_shows(call.branch, branch)]
-            if unseen:
-                self._open_by_id[call_id] = unseen
-                calls = [call for call in calls if branch_shows(call.branch, branch)]
-        for call in calls:
-            if self._holding:
-                self._stop_holding(call)
-            if (call.author != author and author != "user") or call.name != (name or ""):
-                self.shapes.add(
-                    IrregularShape.ANSWER_FROM_ANOTHER_AGENT
-                    if call.name == (name or "")
-                    else IrregularShape.RESULT_UNDER_ANOTHER_NAME
-                )
-            self._settle(call, settled, by)
-
-    def _withhold_before_a_walk_back(
-        self,
-        response_ids: set[str | None],
-        settled: list[TrackedCall] | None,
-        branch: str | None,
-    ) -> bool:
-        """ADK <= 2.10: keeps a placeholder from sending the builder on its walk back.
-
-        The event just walked holds responses. When it directly follows a call
-        event holding one of their ids, ADK's latest-response rearranger stops
-        at once on the stored history. A placeholder for that call event's
-        other, still open calls would sit between the two, and the rearranger
-        would walk back instead; if an older call event shares an id with the
-        call event, that walk raises ``ValueError: Last response event should
-        only contain the responses...`` or truncates the history (see
-        `adk_pairing.builder_traits`). Then the open calls of that event are
-        withheld while the response event is the last one with parts: the
-        view leaves them as stored, which is exactly what the unwrapped
-        request holds. They keep their status (they are unanswered), and the
-        next event with parts releases them (`_release_withheld`). Returns
-        whether it withheld anything.
-        """
-        last = self._last_call_event
-        if last is None or last[0] != self._previous_index:
-            return False
-        call_index, call_ids = last
-        slot = self._open.get(call_index)
-        if not slot or response_ids.isdisjoint(call_ids):
-            return False
-        withheld = list(slot.values())
-        if not branch_shows(branch, withheld[0].branch):
-            # Another branch's call event: ADK builds each branch's request from
-            # what it shows, where the two events are not neighbours. Which
-            # request walks back is not this rule's to say; the view's check
-            # against ADK's builder is (`adk_pairing.builder_check`).
-            self.shapes.add(IrregularShape.RESULT_AFTER_ANOTHER_BRANCHS_CALLS)
-            return False
-        del self._open[call_index]
-        # Open calls elsewhere with a withheld id lose their placeholders too:
-        # ADK >= 2.10 drops a call no response carries the id of
-        # (``drop_orphaned_function_calls``, 2.10.0 tools/_rearranger.py:247),
-        # and a placeholder elsewhere would keep the withheld call on the wire
-        # unanswered. Rare (a reused id), so the scan over open calls is fine.
-        ids = {call.call_id for call in withheld if call.call_id is not None}
-        if ids:
-            for index in [
-                i
-                for i, calls in self._open.items()
-                if not ids.isdisjoint(call.call_id for call in calls.values())
-            ]:
-                withheld.extend(self._open.pop(index).values())
-        for call in withheld:
-            call.withheld = True
-            if settled is not None:
-                settled.append(call)
-        self._withheld = withheld
-        return True
-
-    def _release_withheld(self) -> None:
-        """Opens the withheld calls again: the response is no longer the last event."""
-        assert self._withheld is not None
-        calls = self._withheld
-        self._withheld = None
-        for call in calls:
-            call.withheld = False
-            if not call.answered:
-                self._open.setdefault(call.event_index, {})[call.part_index] = call
-        # Each event's open calls are kept in part order.
-        for index in {call.event_index for call in calls} & self._open.keys():
-            slot = self._open[index]
-            self._open[index] = dict(sorted(slot.items()))
-
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
 
@@ -880,24 +730,12 @@ class PairingLedger:
             name: deque(copy_of(call) for call in queue)
             for name, queue in self._idless_open.items()
         }
-        successor._open_by_id = {
-            call_id: [copy_of(call) for call in calls]
-            for call_id, calls in self._open_by_id.items()
-        }
-        # Withheld calls are unanswered too, and can still be answered.
-        successor.calls.extend(
-            copy for copy in copies.values() if copy.withheld and not copy.answered
-        )
+        if self._adapter is not None:
+            assert successor._adapter is not None  # the same traits choose the same adapter
+            self._adapter.carry_into(successor._adapter, successor, copies, copy_of)
         successor.shapes = set(self.shapes)
         successor._answered_later = dict(self._answered_later)
         successor._to_confirm = self._to_confirm
-        successor._answered_ids = set(self._answered_ids)
-        successor._answered_in = {branch: set(ids) for branch, ids in self._answered_in.items()}
-        successor._seen_call_ids = set(self._seen_call_ids)
-        successor._last_call_event = self._last_call_event
-        successor._previous_index = self._previous_index
-        if self._withheld is not None:
-            successor._withheld = [copy_of(call) for call in self._withheld]
         return successor
 
     def _open_calls_of(self, event: Event, index: int, calls_here: list[tuple[int, Part]]) -> None:
@@ -910,7 +748,7 @@ class PairingLedger:
             # The first branch: every call before it is branch-less.
             by_branch = self._by_branch = {None: dict(newest_by_id)}
         in_branch = by_branch.setdefault(branch, {}) if by_branch is not None else None
-        by_last_response = self.traits.history_pairs_by_last_response
+        adapter = self._adapter
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
@@ -937,29 +775,13 @@ class PairingLedger:
                     index, part_index, call_id, name, held_open, author, branch=branch
                 )
             )
-            if call_id is not None and by_last_response:
-                if call_id in opened_ids or call_id in self._open_by_id:
-                    self.shapes.add(
-                        IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT
-                        if call_id in opened_ids
-                        else IrregularShape.CALL_ID_REUSED_WHILE_OPEN
-                    )
-                opened_ids.add(call_id)
-                if call_id in self._answered_ids and (
-                    branch is None
-                    or any(
-                        call_id in self._answered_in.get(shown, ())
-                        for shown in branches_shown_to(branch)
-                    )
-                ):
-                    # ADK <= 2.6 puts the last response with this id its branch
-                    # is shown after this call too: a placeholder would only
-                    # displace it.
-                    call.answered = True
-                    self.calls.append(call)
-                    continue
-                self._open_by_id.setdefault(call_id, []).append(call)
-            elif call_id is not None:
+            if (
+                call_id is not None
+                and adapter is not None
+                and adapter.takes_call(self, call, opened_ids, opened)
+            ):
+                continue
+            if call_id is not None:
                 if call_id in opened_ids:
                     self.shapes.add(IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT)
                     if not self._track_repeated_ids:
@@ -995,7 +817,183 @@ class PairingLedger:
             self._open[index] = opened
         if branch is not None and "@" in branch:
             self._hold_callers(event, branch, opened)
-        if self.traits.latest_response_walks_back:
+
+
+class _OlderBuilderAdapter:
+    """What an older ADK request builder does differently from the newest, as hooks.
+
+    `PairingLedger`'s own methods are the newest builder's rules (google-adk
+    2.11 and later). A ledger built for an older builder's traits gets one
+    adapter, chosen once (`_adapter_for`), which `PairingLedger.walk` and
+    `PairingLedger._open_calls_of` consult at the points below; under the
+    newest builder there is none, so its walk pays only an ``is None`` test
+    at each of them. Each hook here is the newest builder's answer:
+    nothing to add. The adapters are mixins (ADK <= 2.6 has both
+    differences: `_PairsByLastResponseAndWalksBack`), so a hook both
+    implement passes on through ``super()``.
+    """
+
+    def __init__(self, traits: BuilderTraits) -> None:
+        pass
+
+    @property
+    def withholding(self) -> bool:
+        """Whether calls are withheld from the view (`PairingLedger.withholding`)."""
+        return False
+
+    def takes_response(
+        self,
+        ledger: PairingLedger,
+        event: Event,
+        index: int,
+        parts: Sequence[Part],
+        part_index: int,
+        response: FunctionResponse,
+        settled: list[TrackedCall] | None,
+    ) -> bool:
+        """Sees each response first; True when it attributed the response itself."""
+        return False
+
+    def check_answer(
+        self, ledger: PairingLedger, call: TrackedCall, response: FunctionResponse
+    ) -> None:
+        """Sees each response the newest rules attribute to `call`, from its agent or the user."""
+
+    def end_parts(
+        self,
+        ledger: PairingLedger,
+        event: Event,
+        index: int,
+        parts: Sequence[Part],
+        calls_here: list[tuple[int, Part]] | None,
+        settled: list[TrackedCall] | None,
+    ) -> None:
+        """Runs once per event with parts: after its responses, before its calls open."""
+
+    def takes_call(
+        self,
+        ledger: PairingLedger,
+        call: TrackedCall,
+        opened_ids: set[str],
+        opened: dict[int, TrackedCall],
+    ) -> bool:
+        """Sees each new call with an id; True when it indexed (or settled) the call itself."""
+        return False
+
+    def newest_open_call_with(self, call_id: str) -> TrackedCall | None:
+        """The newest open call with `call_id` in this adapter's own index, if it keeps one."""
+        return None
+
+    def carry_into(
+        self,
+        successor: Self,
+        ledger: PairingLedger,
+        copies: Mapping[int, TrackedCall],
+        copy_of: Callable[[TrackedCall], TrackedCall],
+    ) -> None:
+        """Copies this adapter's state into `successor`, the adapter of `ledger`.
+
+        For `PairingLedger.carry_forward`, whose `copy_of` copies a call once
+        (`copies` holds the copies made so far, by the id() of the original).
+        """
+
+
+class _WalksBack(_OlderBuilderAdapter):
+    """ADK <= 2.10: the latest-response rearranger walks back from a trailing result event.
+
+    Mirrors ``_rearrange_events_for_latest_function_response``: 2.10.0
+    ``flows/llm_flows/tools/_rearranger.py:311`` (run by
+    ``flows/llm_flows/context/_contents.py:542``), 2.6.2
+    ``flows/llm_flows/contents.py:194`` (run by ``contents.py:829``; 1.20.0
+    ``contents.py:126``, run by :434). It returns at once when the event
+    before the trailing response event holds one of its calls (2.10.0 :345,
+    2.6.2 :228, 1.20.0 :160); otherwise it walks back, and an older call
+    event sharing an id with the one it found raises (2.10.0 :362, 2.6.2
+    :245, 1.20.0 :177) or becomes the new start of a merge that drops
+    everything after it (its ``break`` leaves only the inner loop: 2.10.0
+    :371, 2.6.2 :254, 1.20.0 :186). 2.13.0 finds each result's own call
+    event instead (``_find_owning_call_event_index``,
+    ``tools/_rearranger.py:359``, used by :378).
+
+    So it withholds (`_withhold_before_a_walk_back`), and marks two shapes
+    the fuzz run finds misplaced only here: a result before any call with its
+    id, and a result under another name than its call's. Where the builder
+    drops results no call carries the id of before the rearranger runs
+    (``_drop_orphaned_function_responses``, 2.10.0 ``context/_contents.py:541``,
+    ``tools/_rearranger.py:171``; absent from 2.6.2), an event of such results
+    does not end the hazard.
+    """
+
+    def __init__(self, traits: BuilderTraits) -> None:
+        super().__init__(traits)
+        self._drops_orphan_responses = traits.drops_orphan_responses
+        # Every call id seen (None for id-less), the newest call event's index
+        # and ids if it reuses one, and the index of the last event with parts.
+        self._seen_call_ids: set[str | None] = set()
+        self._last_call_event: tuple[int, frozenset[str | None]] | None = None
+        self._previous_index = -1
+        # The calls withheld while a response event is the last one.
+        self._withheld: list[TrackedCall] | None = None
+        # Within one event's parts: the ids of its responses (None for id-less).
+        self._response_ids: set[str | None] | None = None
+
+    @property
+    def withholding(self) -> bool:
+        return self._withheld is not None
+
+    def takes_response(
+        self,
+        ledger: PairingLedger,
+        event: Event,
+        index: int,
+        parts: Sequence[Part],
+        part_index: int,
+        response: FunctionResponse,
+        settled: list[TrackedCall] | None,
+    ) -> bool:
+        response_id = response.id
+        if self._response_ids is None:
+            self._response_ids = {response_id or None}
+        else:
+            self._response_ids.add(response_id or None)
+        if response_id and response_id not in self._seen_call_ids:
+            # A result before any call with its id.
+            ledger.shapes.add(IrregularShape.RESULT_BEFORE_ITS_CALL)
+        return super().takes_response(ledger, event, index, parts, part_index, response, settled)
+
+    def check_answer(
+        self, ledger: PairingLedger, call: TrackedCall, response: FunctionResponse
+    ) -> None:
+        if call.name != (response.name or ""):
+            ledger.shapes.add(IrregularShape.RESULT_UNDER_ANOTHER_NAME)
+
+    def end_parts(
+        self,
+        ledger: PairingLedger,
+        event: Event,
+        index: int,
+        parts: Sequence[Part],
+        calls_here: list[tuple[int, Part]] | None,
+        settled: list[TrackedCall] | None,
+    ) -> None:
+        """Ends or starts the hazard after the event's responses, then notes its calls."""
+        response_ids, self._response_ids = self._response_ids, None
+        if self._withheld is not None and not (
+            # ADK drops an event of orphan responses before looking for
+            # the last one, so it does not end the hazard.
+            calls_here is None
+            and response_ids is not None
+            and self._drops_orphan_responses
+            and len(response_ids) == len(parts)
+            and None not in response_ids
+            and response_ids.isdisjoint(self._seen_call_ids)
+        ):
+            # The result is no longer last: the placeholder is safe again.
+            # (A withheld call this event answered stays answered.)
+            self._release_withheld(ledger)
+        if response_ids is not None:
+            self._withhold_before_a_walk_back(ledger, response_ids, settled, event.branch)
+        if calls_here is not None:
             # Every call the builder sees, sent or not: its walk reads them all.
             ids = frozenset(
                 part.function_call.id or None  # type: ignore[union-attr]
@@ -1004,6 +1002,240 @@ class PairingLedger:
             reuses = not self._seen_call_ids.isdisjoint(ids)
             self._seen_call_ids |= ids
             self._last_call_event = (index, ids) if reuses else None
+        self._previous_index = index
+
+    def _withhold_before_a_walk_back(
+        self,
+        ledger: PairingLedger,
+        response_ids: set[str | None],
+        settled: list[TrackedCall] | None,
+        branch: str | None,
+    ) -> None:
+        """Keeps a placeholder from sending the builder on its walk back.
+
+        The event just walked holds responses. When it directly follows a call
+        event holding one of their ids, ADK's latest-response rearranger stops
+        at once on the stored history. A placeholder for that call event's
+        other, still open calls would sit between the two, and the rearranger
+        would walk back instead; if an older call event shares an id with the
+        call event, that walk raises ``ValueError: Last response event should
+        only contain the responses...`` or truncates the history (see
+        `adk_pairing.builder_traits`). Then the open calls of that event are
+        withheld while the response event is the last one with parts: the
+        view leaves them as stored, which is exactly what the unwrapped
+        request holds. They keep their status (they are unanswered), and the
+        next event with parts releases them (`_release_withheld`).
+        """
+        last = self._last_call_event
+        if last is None or last[0] != self._previous_index:
+            return
+        call_index, call_ids = last
+        open_calls = ledger._open
+        slot = open_calls.get(call_index)
+        if not slot or response_ids.isdisjoint(call_ids):
+            return
+        withheld = list(slot.values())
+        if not branch_shows(branch, withheld[0].branch):
+            # Another branch's call event: ADK builds each branch's request from
+            # what it shows, where the two events are not neighbours. Which
+            # request walks back is not this rule's to say; the view's check
+            # against ADK's builder is (`adk_pairing.builder_check`).
+            ledger.shapes.add(IrregularShape.RESULT_AFTER_ANOTHER_BRANCHS_CALLS)
+            return
+        del open_calls[call_index]
+        # Open calls elsewhere with a withheld id lose their placeholders too:
+        # ADK >= 2.10 drops a call no response carries the id of
+        # (``drop_orphaned_function_calls``, 2.10.0 tools/_rearranger.py:247),
+        # and a placeholder elsewhere would keep the withheld call on the wire
+        # unanswered. Rare (a reused id), so the scan over open calls is fine.
+        ids = {call.call_id for call in withheld if call.call_id is not None}
+        if ids:
+            for index in [
+                i
+                for i, calls in open_calls.items()
+                if not ids.isdisjoint(call.call_id for call in calls.values())
+            ]:
+                withheld.extend(open_calls.pop(index).values())
+        for call in withheld:
+            call.withheld = True
+            if settled is not None:
+                settled.append(call)
+        self._withheld = withheld
+
+    def _release_withheld(self, ledger: PairingLedger) -> None:
+        """Opens the withheld calls again: the response is no longer the last event."""
+        assert self._withheld is not None
+        calls = self._withheld
+        self._withheld = None
+        open_calls = ledger._open
+        for call in calls:
+            call.withheld = False
+            if not call.answered:
+                open_calls.setdefault(call.event_index, {})[call.part_index] = call
+        # Each event's open calls are kept in part order.
+        for index in {call.event_index for call in calls} & open_calls.keys():
+            slot = open_calls[index]
+            open_calls[index] = dict(sorted(slot.items()))
+
+    def carry_into(
+        self,
+        successor: Self,
+        ledger: PairingLedger,
+        copies: Mapping[int, TrackedCall],
+        copy_of: Callable[[TrackedCall], TrackedCall],
+    ) -> None:
+        # Withheld calls are unanswered too, and can still be answered.
+        ledger.calls.extend(copy for copy in copies.values() if copy.withheld and not copy.answered)
+        successor._seen_call_ids = set(self._seen_call_ids)
+        successor._last_call_event = self._last_call_event
+        successor._previous_index = self._previous_index
+        if self._withheld is not None:
+            successor._withheld = [copy_of(call) for call in self._withheld]
+        super().carry_into(successor, ledger, copies, copy_of)
+
+
+class _PairsByLastResponse(_OlderBuilderAdapter):
+    """ADK <= 2.6: the last response with an id goes after every call with that id.
+
+    Mirrors ``_rearrange_events_for_async_function_responses_in_history``
+    (2.6.2 ``flows/llm_flows/contents.py:145``, run by ``contents.py:832``;
+    1.20.0 ``contents.py:79``, run by :437), whose map from a call id to the
+    *last* event holding a response with it (2.6.2 :149-155, 1.20.0 :84-90)
+    puts that event after every call event with the id. So a response with an
+    id answers every call with its id whose branch is shown the response,
+    earlier or later: a placeholder for one would only replace that response.
+    From 2.9 a response belongs to the newest call before it with its id
+    (2.10.0 ``flows/llm_flows/tools/_rearranger.py:128-129``, 2.13.0
+    :139-140), the ledger's own rule. An id-less response pairs by the
+    ledger's rule here too.
+    """
+
+    def __init__(self, traits: BuilderTraits) -> None:
+        super().__init__(traits)
+        # Call id -> every open call with it, and the ids some response already carries.
+        self._open_by_id: dict[str, list[TrackedCall]] = {}
+        self._answered_ids: set[str] = set()
+        # The same ids by the branch of the response (None for branch-less ones).
+        self._answered_in: dict[str | None, set[str]] = {}
+
+    def takes_response(
+        self,
+        ledger: PairingLedger,
+        event: Event,
+        index: int,
+        parts: Sequence[Part],
+        part_index: int,
+        response: FunctionResponse,
+        settled: list[TrackedCall] | None,
+    ) -> bool:
+        taken = super().takes_response(ledger, event, index, parts, part_index, response, settled)
+        response_id = response.id
+        if not response_id:
+            return taken
+        if response_id in self._answered_ids and _earlier_response_with(
+            parts, part_index, response_id
+        ):
+            ledger.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
+        self._settle_every_call_with(
+            ledger, response_id, settled, event.author, response.name, event.branch, index
+        )
+        return True
+
+    def _settle_every_call_with(
+        self,
+        ledger: PairingLedger,
+        call_id: str,
+        settled: list[TrackedCall] | None,
+        author: str,
+        name: str | None,
+        branch: str | None,
+        by: int,
+    ) -> None:
+        """Settles every open call with `call_id`, before or after, whose branch is shown
+        the response (`branch_shows`)."""
+        branch = branch or None
+        self._answered_ids.add(call_id)
+        self._answered_in.setdefault(branch, set()).add(call_id)
+        calls = self._open_by_id.pop(call_id, ())
+        if branch is not None and ledger._by_branch is not None:
+            unseen = [call for call in calls if not branch_shows(call.branch, branch)]
+            if unseen:
+                self._open_by_id[call_id] = unseen
+                calls = [call for call in calls if branch_shows(call.branch, branch)]
+        for call in calls:
+            if ledger._holding:
+                ledger._stop_holding(call)
+            if (call.author != author and author != "user") or call.name != (name or ""):
+                ledger.shapes.add(
+                    IrregularShape.ANSWER_FROM_ANOTHER_AGENT
+                    if call.name == (name or "")
+                    else IrregularShape.RESULT_UNDER_ANOTHER_NAME
+                )
+            ledger._settle(call, settled, by)
+
+    def takes_call(
+        self,
+        ledger: PairingLedger,
+        call: TrackedCall,
+        opened_ids: set[str],
+        opened: dict[int, TrackedCall],
+    ) -> bool:
+        """Indexes `call` with every open call of its id, or settles it at once when a
+        response with its id that its branch is shown came already."""
+        call_id: str = call.call_id  # type: ignore[assignment]
+        if call_id in opened_ids or call_id in self._open_by_id:
+            ledger.shapes.add(
+                IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT
+                if call_id in opened_ids
+                else IrregularShape.CALL_ID_REUSED_WHILE_OPEN
+            )
+        opened_ids.add(call_id)
+        branch = call.branch
+        if call_id in self._answered_ids and (
+            branch is None
+            or any(
+                call_id in self._answered_in.get(shown, ()) for shown in branches_shown_to(branch)
+            )
+        ):
+            # The last response with this id its branch is shown goes after
+            # this call too: a placeholder would only displace it.
+            call.answered = True
+            ledger.calls.append(call)
+            return True
+        self._open_by_id.setdefault(call_id, []).append(call)
+        opened[call.part_index] = call
+        return True
+
+    def newest_open_call_with(self, call_id: str) -> TrackedCall | None:
+        callers = self._open_by_id.get(call_id)
+        return callers[-1] if callers else None
+
+    def carry_into(
+        self,
+        successor: Self,
+        ledger: PairingLedger,
+        copies: Mapping[int, TrackedCall],
+        copy_of: Callable[[TrackedCall], TrackedCall],
+    ) -> None:
+        successor._open_by_id = {
+            call_id: [copy_of(call) for call in calls]
+            for call_id, calls in self._open_by_id.items()
+        }
+        successor._answered_ids = set(self._answered_ids)
+        successor._answered_in = {branch: set(ids) for branch, ids in self._answered_in.items()}
+        super().carry_into(successor, ledger, copies, copy_of)
+
+
+class _PairsByLastResponseAndWalksBack(_PairsByLastResponse, _WalksBack):
+    """ADK <= 2.6 (1.20.0 to 2.6.2): both differences, each as its own adapter says."""
+
+
+def _adapter_for(traits: BuilderTraits) -> _OlderBuilderAdapter | None:
+    """The adapter for the builder `traits` describe; None for the newest builder's."""
+    by_last_response = traits.history_pairs_by_last_response
+    if traits.latest_response_walks_back:
+        return _PairsByLastResponseAndWalksBack(traits) if by_last_response else _WalksBack(traits)
+    return _PairsByLastResponse(traits) if by_last_response else None
 
 
 def _earlier_response_with(

@@ -67,6 +67,26 @@ def test_last_response_builders_answer_every_call_with_an_id_some_response_carri
     assert placeholders(events, NEWEST_BUILDER) == ["call_1"]
 
 
+@pytest.mark.parametrize(
+    ("traits", "status"),
+    [
+        pytest.param(BY_LAST_RESPONSE, "answered", id="adk<=2.6"),
+        pytest.param(NEWEST_BUILDER, "missing", id="newest"),
+    ],
+)
+def test_a_carried_forward_ledger_keeps_its_builders_adapter(
+    traits: BuilderTraits, status: str
+) -> None:
+    """`carry_forward` copies the adapter's state: under ADK <= 2.6 the ids some
+    response carries still answer a later call with the id."""
+    events = reused_id_answered_then_interrupted()
+    carried = build_ledger(events[:4], traits=traits).carry_forward()
+    for index, event in enumerate(events[4:], start=4):
+        carried.observe(event, index)
+    assert [(c.key, c.status.value) for c in carried.calls] == [("call_1", status)]
+    assert statuses(events, traits)[-1] == ("call_1", status)
+
+
 def test_last_response_builders_answer_an_earlier_call_with_a_later_response() -> None:
     events = [
         user_text("1", invocation_id="inv-1"),
