@@ -75,7 +75,9 @@ Some histories are *irregular*: a call id twice in one event, a call id
 reused while an earlier call with it is still open, text and a call in one
 ``Part``, two id-less calls in one event, an id-less response when no
 id-less call of its name is open, one id answered twice in one event, calls
-and results in one event, or one agent's event answering another agent's call
+and results in one event, a call beside ADK's confirmation or credential
+request (the builder leaves that event out whole, `adk_pairing.wire.builder_leaves_out`,
+so the call is not counted), or one agent's event answering another agent's call
 (ADK authors a tool's result as the agent that called it, or the user for
 answers from outside).
 ADK's request builder keys its rearranging on call ids (an id-less response
@@ -110,9 +112,11 @@ from google.genai.types import FunctionCall, Part
 
 from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
 from .wire import (
+    LEFT_OUT_CALL_NAMES,
     IrregularShape,
     branch_shows,
     branches_shown_to,
+    builder_leaves_out,
     call_key,
     held_by_child,
     is_held_open,
@@ -914,10 +918,20 @@ class PairingLedger:
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
+        left_out: bool | None = None
         for part_index, part in calls_here:
             function_call: FunctionCall = part.function_call  # type: ignore[assignment]
             name = function_call.name or ""
             call_id = function_call.id or None
+            if name not in LEFT_OUT_CALL_NAMES:
+                if left_out is None:
+                    left_out = builder_leaves_out(event.content.parts)  # type: ignore[union-attr]
+                if left_out:
+                    # Malformed: ADK's builder leaves this event out whole, so
+                    # the call is never sent; a placeholder for it would be sent,
+                    # and answer an earlier call with its id, if any.
+                    self.shapes.add(IrregularShape.CALL_BESIDE_AN_ADK_REQUEST)
+                    continue
             if never_sent_as_a_call(part):
                 self.shapes.add(IrregularShape.NOT_SENT_AS_A_CALL)
                 # Malformed: the converter sends this part as its text, so a

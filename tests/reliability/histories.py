@@ -25,6 +25,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from adk_pairing.analysis import is_rewind
+from adk_pairing.wire import LEFT_OUT_CALL_NAMES, builder_leaves_out
 from tests.unit.events import AGENT, call, model_event, response, response_event, user_text
 
 ID_POOL = ("c1", "c2", "c3", "ïd 1")
@@ -142,6 +143,10 @@ def traits(events: list[Event]) -> set[str]:
         if is_rewind(event):
             found.add("a rewind with content" if event.content else "a rewind")
         parts = event.content.parts or () if event.content else ()
+        if builder_leaves_out(parts) and any(
+            c.name not in LEFT_OUT_CALL_NAMES for c in event.get_function_calls()
+        ):
+            found.add("a call beside ADK's confirmation request")
         if any(part.function_call and part.text for part in parts):
             found.add("text and a call in one part")
         ids = [c.id for c in event.get_function_calls() if c.id]
