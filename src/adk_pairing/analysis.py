@@ -76,9 +76,10 @@ reused while an earlier call with it is still open, text and a call in one
 ``Part``, two id-less calls in one event, an id-less response when no
 id-less call of its name is open, one id answered twice in one event, calls
 and results in one event, a call beside ADK's confirmation or credential
-request (the builder leaves that event out whole, `adk_pairing.wire.builder_leaves_out`,
-so the call is not counted), or one agent's event answering another agent's call
-(ADK authors a tool's result as the agent that called it, or the user for
+request (the builder leaves that event out whole,
+`adk_pairing.wire.builder_leaves_out`, so such a call is not counted unless
+ADK holds it open), or one agent's event answering another agent's call (ADK
+authors a tool's result as the agent that called it, or the user for
 answers from outside).
 ADK's request builder keys its rearranging on call ids (an id-less response
 counts under the id ``None``) and picks one response event per call event and
@@ -274,7 +275,9 @@ class PairingLedger:
     docstring. With `track_repeated_ids`, a call whose id an earlier call of
     the same event carries is tracked as a call of its own rather than skipped:
     the request pass (`adk_pairing.request_pass`) renames such ids apart, so each
-    is its own ``tool_use`` on the wire and needs its own answer.
+    is its own ``tool_use`` on the wire and needs its own answer. The request
+    pass reads contents ADK's builder already made, so there a call beside
+    ADK's confirmation or credential request is sent, and tracked too.
     """
 
     __slots__ = (
@@ -923,15 +926,21 @@ class PairingLedger:
             function_call: FunctionCall = part.function_call  # type: ignore[assignment]
             name = function_call.name or ""
             call_id = function_call.id or None
-            if name not in LEFT_OUT_CALL_NAMES:
+            # Positional: cheaper on this hot path (benchmarks/RESULTS.md, "Figures
+            # behind the core's choices").
+            held_open = is_held_open(name, call_id, held_open_ids)
+            if name not in LEFT_OUT_CALL_NAMES and not self._track_repeated_ids:
                 if left_out is None:
                     left_out = builder_leaves_out(event.content.parts)  # type: ignore[union-attr]
                 if left_out:
-                    # Malformed: ADK's builder leaves this event out whole, so
-                    # the call is never sent; a placeholder for it would be sent,
-                    # and answer an earlier call with its id, if any.
                     self.shapes.add(IrregularShape.CALL_BESIDE_AN_ADK_REQUEST)
-                    continue
+                    if not held_open:
+                        # Malformed: ADK's builder leaves this event out whole,
+                        # so the call is never sent; a placeholder for it would
+                        # be, and would answer an earlier call with its id. (A
+                        # call ADK holds open stays pending; the builder check
+                        # sees where its placeholder lands.)
+                        continue
             if never_sent_as_a_call(part):
                 self.shapes.add(IrregularShape.NOT_SENT_AS_A_CALL)
                 # Malformed: the converter sends this part as its text, so a
@@ -941,9 +950,6 @@ class PairingLedger:
                 # model after the previous tool_use, which is where the ledger
                 # attributes it too.
                 continue
-            # Positional: cheaper on this hot path (benchmarks/RESULTS.md, "Figures
-            # behind the core's choices").
-            held_open = is_held_open(name, call_id, held_open_ids)
             call = (
                 TrackedCall(index, part_index, call_id, name, held_open, author)
                 if branch is None
