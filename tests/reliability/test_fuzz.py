@@ -47,7 +47,7 @@ from adk_pairing.repair import repair_history
 from tests.integration.support.scenario import event_signature
 from tests.unit.test_properties import adk_request_contents
 
-from .histories import NO_TRAIT, HistoryGenerator, describe, traits
+from .histories import ID_KINDS, NO_TRAIT, HistoryGenerator, describe, id_kinds, traits
 
 HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
 WORSE = "stored request valid, view's request invalid"
@@ -111,10 +111,12 @@ async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_
     failures: Counter[str] = Counter()
     by_trait: dict[str, Counter[str]] = defaultdict(Counter)
     unexplained: dict[str, list[Event]] = {}
+    with_ids: Counter[str] = Counter()
     events_total = histories_failing = 0
     for _ in range(HISTORIES):
         events = generator.history()
         events_total += len(events)
+        with_ids.update(id_kinds(events))
         found = await _check_history(events, prime_at=generator.rng.randrange(len(events)))
         histories_failing += bool(set(found) - {SERVED_AS_STORED})
         history_traits = traits(events)
@@ -128,12 +130,14 @@ async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_
             if not malformed and (shortest is None or len(events) < len(shortest)):
                 unexplained[kind] = events
     figures(f"{HISTORIES} histories (seed {SEED}), {events_total} events")
+    figures(f"histories with {', '.join(f'{kind}: {with_ids[kind]}' for kind in ID_KINDS)}")
     figures(f"histories failing: {histories_failing}")
     for kind, count in sorted(failures.items()):
         figures(f"{count} x {kind}; histories with: {dict(by_trait[kind].most_common())}")
     for kind, events in unexplained.items():
         figures(f"shortest with {NO_TRAIT}, {kind}: {describe(events)}")
     failures.pop(SERVED_AS_STORED, None)
+    assert all(with_ids[kind] for kind in ID_KINDS), with_ids  # the generator reaches them
     assert not any(kind.startswith(WORSE) for kind in unexplained), (
         "a well-formed history got a worse request from the view"
     )
