@@ -76,8 +76,11 @@ Some histories are *irregular*: a call id twice in one event, a call id
 reused while an earlier call with it is still open, text and a call in one
 ``Part``, two id-less calls in one event, an id-less response when no
 id-less call of its name is open, one id answered twice in one event, calls
-and results in one event, or one agent's event answering another agent's call
-(ADK authors a tool's result as the agent that called it, or the user for
+and results in one event, a call beside ADK's confirmation or credential
+request (the builder leaves that event out whole,
+`adk_pairing.wire.builder_leaves_out`, so such a call is not counted unless
+ADK holds it open), or one agent's event answering another agent's call (ADK
+authors a tool's result as the agent that called it, or the user for
 answers from outside).
 ADK's request builder keys its rearranging on call ids (an id-less response
 counts under the id ``None``) and picks one response event per call event and
@@ -111,9 +114,11 @@ from google.genai.types import FunctionCall, FunctionResponse, Part
 
 from .builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
 from .wire import (
+    LEFT_OUT_CALL_NAMES,
     IrregularShape,
     branch_shows,
     branches_shown_to,
+    builder_leaves_out,
     call_key,
     held_by_child,
     is_held_open,
@@ -272,10 +277,14 @@ class PairingLedger:
     module docstring) live in its adapter (`_OlderBuilderAdapter`), chosen
     once from the traits, which `walk` consults at a few marked points.
 
-    With `track_repeated_ids`, a call whose id an earlier call of the same
-    event carries is tracked as a call of its own rather than skipped: the
-    request pass (`adk_pairing.request_pass`) renames such ids apart, so each
-    is its own ``tool_use`` on the wire and needs its own answer.
+    With `reads_built_request`, the ledger reads contents ADK's builder has
+    already made (the request pass, `adk_pairing.request_pass`) rather than
+    stored events, and two rules change with that: every call there is sent
+    (the builder has already left out the events it leaves out, so a call
+    beside ADK's confirmation or credential request is tracked), and a call
+    whose id an earlier call of the same event carries is tracked as a call of
+    its own rather than skipped (the request pass renames such ids apart, so
+    each is its own ``tool_use`` on the wire and needs its own answer).
     """
 
     __slots__ = (
@@ -287,8 +296,8 @@ class PairingLedger:
         "_idless_open",
         "_newest_by_id",
         "_open",
+        "_reads_built_request",
         "_to_confirm",
-        "_track_repeated_ids",
         "_waited_on",
         "calls",
         "placements_moved",
@@ -297,12 +306,12 @@ class PairingLedger:
     )
 
     def __init__(
-        self, traits: BuilderTraits | None = None, *, track_repeated_ids: bool = False
+        self, traits: BuilderTraits | None = None, *, reads_built_request: bool = False
     ) -> None:
         self.traits = traits if traits is not None else builder_traits()
         # None under the newest builder: its rules are the plain path.
         self._adapter = _adapter_for(self.traits)
-        self._track_repeated_ids = track_repeated_ids
+        self._reads_built_request = reads_built_request
         #: Every call observed, in order (after `carry_forward`: the calls
         #: open at that point and every call observed since).
         self.calls: list[TrackedCall] = []
@@ -705,7 +714,7 @@ class PairingLedger:
                 )
             return copy
 
-        successor = PairingLedger(self.traits, track_repeated_ids=self._track_repeated_ids)
+        successor = PairingLedger(self.traits, reads_built_request=self._reads_built_request)
         for index, slot in self._open.items():
             copied_slot = {part_index: copy_of(call) for part_index, call in slot.items()}
             successor.calls.extend(copied_slot.values())
@@ -752,10 +761,26 @@ class PairingLedger:
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
+        left_out: bool | None = None
         for part_index, part in calls_here:
             function_call: FunctionCall = part.function_call  # type: ignore[assignment]
             name = function_call.name or ""
             call_id = function_call.id or None
+            # Positional: cheaper on this hot path (benchmarks/RESULTS.md, "Figures
+            # behind the core's choices").
+            held_open = is_held_open(name, call_id, held_open_ids)
+            if name not in LEFT_OUT_CALL_NAMES and not self._reads_built_request:
+                if left_out is None:
+                    left_out = builder_leaves_out(event.content.parts)  # type: ignore[union-attr]
+                if left_out:
+                    self.shapes.add(IrregularShape.CALL_BESIDE_AN_ADK_REQUEST)
+                    if not held_open:
+                        # Malformed: ADK's builder leaves this event out whole,
+                        # so the call is never sent; a placeholder for it would
+                        # be, and would answer an earlier call with its id. (A
+                        # call ADK holds open stays pending; the builder check
+                        # sees where its placeholder lands.)
+                        continue
             if never_sent_as_a_call(part):
                 self.shapes.add(IrregularShape.NOT_SENT_AS_A_CALL)
                 # Malformed: the converter sends this part as its text, so a
@@ -765,9 +790,6 @@ class PairingLedger:
                 # model after the previous tool_use, which is where the ledger
                 # attributes it too.
                 continue
-            # Positional: cheaper on this hot path (benchmarks/RESULTS.md, "Figures
-            # behind the core's choices").
-            held_open = is_held_open(name, call_id, held_open_ids)
             call = (
                 TrackedCall(index, part_index, call_id, name, held_open, author)
                 if branch is None
@@ -784,7 +806,7 @@ class PairingLedger:
             if call_id is not None:
                 if call_id in opened_ids:
                     self.shapes.add(IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT)
-                    if not self._track_repeated_ids:
+                    if not self._reads_built_request:
                         # Malformed: the same id twice in one event is one
                         # tool_use id on the wire; one result answers both (and
                         # ADK merges results keyed by id). A second placeholder

@@ -513,7 +513,7 @@ def _attribute(prepared: _Prepared) -> _Attribution:
     renames it apart, so it needs an answer of its own.
     """
     turns = prepared.turns
-    ledger = PairingLedger(NEWEST_BUILDER, track_repeated_ids=True)
+    ledger = PairingLedger(NEWEST_BUILDER, reads_built_request=True)
     settled: list[TrackedCall] = []
     answered_at: list[tuple[int, int]] = []
     for segment in prepared.segments:

@@ -35,6 +35,14 @@ The rules:
   does when it is a confirmation, credential or input request (by name), or
   when the newest event that calls its id lists it in
   ``long_running_tool_ids``.
+* **Events the builder leaves out** (`builder_leaves_out`): ADK's request
+  builder drops, whole, every event with a call or result named
+  ``adk_request_credential`` or ``adk_request_confirmation``, and after 1.20
+  ``adk_framework`` (``_should_include_event_in_context``: 2.13.0
+  ``flows/llm_flows/context/_contents.py:388-394``, 1.39.1
+  ``flows/llm_flows/contents.py:318``, 1.20.0
+  ``flows/llm_flows/contents.py:270-275``). ADK writes those requests in
+  events of their own; a call beside one (malformed) is never sent.
 * **Call keys** (`call_key`): a call's id, or its function name when the
   model gave it none.
 * **What each converter does to call ids**: ADK's Anthropic converter keeps
@@ -72,6 +80,14 @@ HELD_OPEN_CALL_NAMES = frozenset(
     {"adk_request_confirmation", "adk_request_credential", "adk_request_input"}
 )
 
+#: Names whose call or result makes ADK's request builder leave an event out
+#: (`builder_leaves_out`). google-adk 1.20 keeps an ``adk_framework`` event, but
+#: no 1.20 release writes one, and a call left unrepaired beside it is what the
+#: store would send anyway.
+LEFT_OUT_CALL_NAMES = frozenset(
+    {"adk_request_credential", "adk_request_confirmation", "adk_framework"}
+)
+
 #: Tool ids the Messages API accepts; ADK's sanitizer keeps exactly these.
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
@@ -104,6 +120,9 @@ class IrregularShape(enum.StrEnum):
     IDLESS_RESULT_NOTHING_WAITS_FOR = "idless_result_nothing_waits_for"
     ID_ANSWERED_TWICE_IN_ONE_EVENT = "id_answered_twice_in_one_event"
     CALLS_AND_RESULTS_IN_ONE_EVENT = "calls_and_results_in_one_event"
+    #: A call in one event with ADK's confirmation or credential request: the
+    #: builder leaves that event out whole (`builder_leaves_out`), so it is never sent.
+    CALL_BESIDE_AN_ADK_REQUEST = "call_beside_an_adk_request"
     #: One agent's event answering another agent's call (ADK authors a tool's
     #: result as the agent that called it, or the user).
     ANSWER_FROM_ANOTHER_AGENT = "answer_from_another_agent"
@@ -197,6 +216,15 @@ def is_mixed(part: types.Part) -> bool:
     if part.text:
         return True
     return bool(part.thought and part.thought_signature) and converter_sends_signed_thoughts()
+
+
+def builder_leaves_out(parts: Iterable[types.Part]) -> bool:
+    """Whether ADK's request builder leaves out, whole, an event of `parts` (module docstring)."""
+    for part in parts:
+        named = part.function_call or part.function_response
+        if named is not None and named.name in LEFT_OUT_CALL_NAMES:
+            return True
+    return False
 
 
 def call_key(call_id: str | None, name: str | None) -> str:

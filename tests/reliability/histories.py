@@ -5,13 +5,15 @@ generator draws single events from a wider vocabulary, in any order, from a
 `random.Random`, so ten thousand histories cost seconds and every run of a seed
 is the same. What it produces, besides ordinary turns:
 
-* call ids from a pool of three (reused across turns and within one event),
+* call ids from a pool of four, one with a space and a non-ASCII letter
+  (reused across turns and within one event: `id_kinds` says which a history has),
   calls without an id, long-running ids, confirmation requests;
 * a ``Part`` holding text *and* a function call;
 * responses to calls long answered, to ids never called, before any call,
   in the same event as their call, authored by the user or the agent;
 * rewinds without content (as ADK writes them) and with content, to earlier
   invocations, to other rewinds and to invocations that never existed;
+* a call beside ADK's confirmation request in one event;
 * events without content, with empty parts, and partial events.
 """
 
@@ -25,6 +27,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from adk_pairing.analysis import is_rewind
+from adk_pairing.wire import LEFT_OUT_CALL_NAMES, builder_leaves_out
 from tests.unit.events import AGENT, call, model_event, response, response_event, user_text
 
 ID_POOL = ("c1", "c2", "c3", "ïd 1")
@@ -142,6 +145,10 @@ def traits(events: list[Event]) -> set[str]:
         if is_rewind(event):
             found.add("a rewind with content" if event.content else "a rewind")
         parts = event.content.parts or () if event.content else ()
+        if builder_leaves_out(parts) and any(
+            c.name not in LEFT_OUT_CALL_NAMES for c in event.get_function_calls()
+        ):
+            found.add("a call beside ADK's confirmation request")
         if any(part.function_call and part.text for part in parts):
             found.add("text and a call in one part")
         ids = [c.id for c in event.get_function_calls() if c.id]
@@ -157,6 +164,23 @@ def traits(events: list[Event]) -> set[str]:
         results.update(r.id or r.name for r in event.get_function_responses())
     if any(count > calls[key] for key, count in results.items()):
         found.add("more results than calls for an id")
+    return found
+
+
+#: The kinds of call id the fuzz run must reach (`id_kinds`).
+ID_KINDS = ("an id with a space", "a non-ASCII id", "an id called again")
+
+
+def id_kinds(events: list[Event]) -> set[str]:
+    """Which `ID_KINDS` the calls in `events` carry (``ïd 1`` of `ID_POOL` has the first two)."""
+    ids = [c.id for e in events for c in e.get_function_calls() if c.id]
+    found = set()
+    if any(" " in i for i in ids):
+        found.add(ID_KINDS[0])
+    if not all(i.isascii() for i in ids):
+        found.add(ID_KINDS[1])
+    if len(ids) != len(set(ids)):
+        found.add(ID_KINDS[2])
     return found
 
 

@@ -142,6 +142,10 @@ def test_placeholders_an_id_keyed_merge_would_collapse_are_not_served() -> None:
             ],
         ),
         (
+            IrregularShape.CALL_BESIDE_AN_ADK_REQUEST,
+            [model_event([call("c1"), call("c2", "adk_request_confirmation")])],
+        ),
+        (
             IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR,
             [user_text(), response_event([response(None)])],
         ),

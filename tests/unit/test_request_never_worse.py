@@ -29,9 +29,12 @@ from google.adk.events.event import Event
 from hypothesis import HealthCheck, given, settings
 
 from adk_pairing import repaired_events
+from adk_pairing.analysis import build_ledger
 from adk_pairing.checks import RULES, request_violations
+from adk_pairing.wire import IrregularShape
 from tests.adk_request import build_request_contents
 
+from .events import call, model_event, response, response_event
 from .history_strategies import describe, histories
 
 EXAMPLES = int(os.environ.get("ADK_PAIRING_PROPERTY_EXAMPLES", "200"))
@@ -79,4 +82,27 @@ def test_request_from_the_view_is_never_worse_than_from_the_store(events: list[E
 def test_request_from_the_view_is_never_worse_for_well_formed_histories(
     events: list[Event],
 ) -> None:
+    assert_view_not_worse(events)
+
+
+def test_a_call_beside_adks_confirmation_request_gets_no_placeholder() -> None:
+    """Fuzz seed 7, shrunk: a call ADK's builder never sends must not be answered.
+
+    ADK's builder leaves out, whole, an event holding a confirmation request
+    (`adk_pairing.wire.builder_leaves_out`), so the ``fetch`` call beside it
+    is never sent. A placeholder for it would be an event of its own, sent,
+    and ADK would pair it with the earlier call of its id (``ïd 1``),
+    displacing that call's real result: Gemini's rule, kept by the store,
+    broken by the view. The ledger does not count that call.
+    """
+    events = [
+        model_event([call("ïd 1"), call(None)], invocation_id="inv-0"),
+        response_event([response("ïd 1"), response(None)], invocation_id="inv-0"),
+        model_event([call("ïd 1", "fetch"), call("c1", "adk_request_confirmation")]),
+        response_event([response("c1", "adk_request_confirmation")], invocation_id="inv-3"),
+    ]
+    ledger = build_ledger(events)
+    assert IrregularShape.CALL_BESIDE_AN_ADK_REQUEST in ledger.shapes
+    assert not ledger.open_calls
+    assert repaired_events(events) == events
     assert_view_not_worse(events)
