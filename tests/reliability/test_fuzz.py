@@ -30,10 +30,11 @@ read, and 237 views made a valid request invalid; at b4df41b (before
 at e34de23 seed 7 found one on google-adk 2.13.0, worse on Gemini's rule (a
 call beside ADK's confirmation request,
 ``test_a_call_beside_adks_confirmation_request_gets_no_placeholder``).
-Since that fix (and with the ledger's adapters of issue 18, at 0750305),
-10,000 histories each pass for seeds 5, 7, 11, 99 and 2024 on 2.13.0 (1313
-in every CI run), seed 7 on 2.10.0, 2.9.2, 2.6.2, 1.39.1 and 1.20.0, and
-seed 1313 on 2.10.0 and 1.20.0. The run also
+Since that fix, 10,000 histories each pass for seeds 5, 7, 11, 99 and 2024
+on 2.13.0 (1313 in every CI run), seed 7 on 2.10.0, 2.9.2, 2.6.2, 1.39.1 and
+1.20.0, and seed 1313 on 2.10.0 and 1.20.0 (seeds 99 and 2024, and the runs
+on 1.39.1 and 2.9.2 and of seed 1313, at 0750305, with the ledger's adapters;
+the others at the fix's own commit). The run also
 counts, and requires, histories with an id with a space, a non-ASCII id and
 an id called again (about half each).
 """
