@@ -100,6 +100,19 @@ async def _store_with_history(path: Path) -> DatabaseSessionService:
     return store
 
 
+async def _use_write_ahead_log(store: DatabaseSessionService) -> None:
+    """The README's listener: every new connection of `store` in write-ahead-log mode."""
+
+    @sqlalchemy_event.listens_for(store.db_engine.sync_engine, "connect")
+    def _write_ahead_log(dbapi_connection: object, _record: object) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    # Connections opened before the listener keep the old journal mode.
+    await store.db_engine.dispose()
+
+
 async def _cancel_a_read_mid_query(reader: BaseSessionService, started: asyncio.Event) -> None:
     started.clear()
     read = asyncio.create_task(reader.get_session(app_name=APP, user_id=USER, session_id=SESSION))
@@ -162,16 +175,8 @@ async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_re
     tmp_path: Path, collector_paused: None, events_query_started: asyncio.Event
 ) -> None:
     store = await _store_with_history(tmp_path / "sessions.db")
-
-    @sqlalchemy_event.listens_for(store.db_engine.sync_engine, "connect")
-    def _write_ahead_log(dbapi_connection: object, _record: object) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.close()
-
     try:
-        # Connections opened before the listener keep the old journal mode.
-        await store.db_engine.dispose()
+        await _use_write_ahead_log(store)
         await _cancel_a_read_mid_query(PairingSessionService(store), events_query_started)
         await _append_next(store, 10)
         stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
@@ -217,15 +222,8 @@ async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_ap
     tmp_path: Path, collector_paused: None, sessions_query_started: asyncio.Event
 ) -> None:
     store = await _store_with_history(tmp_path / "sessions.db")
-
-    @sqlalchemy_event.listens_for(store.db_engine.sync_engine, "connect")
-    def _write_ahead_log(dbapi_connection: object, _record: object) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.close()
-
     try:
-        await store.db_engine.dispose()
+        await _use_write_ahead_log(store)
         await _cancel_an_append_mid_query(store, sessions_query_started, 10)
         await _append_next(store, 11)
         stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
