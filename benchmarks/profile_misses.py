@@ -96,7 +96,11 @@ async def _upkeep(profiler: Profiler, shape: str, size: int) -> None:
     events = CORE_SHAPES[shape](size)
     # The benchmark's own upkeep path. Its garbage collection before the
     # appends and its check against a fresh read after them show up as
-    # branches of their own, beside `append_event`.
+    # branches of their own, beside `append_event`. Collected here first, so
+    # that collection finds only what the path itself made: with the
+    # collector paused, earlier paths' garbage would otherwise make it the
+    # whole tree and hide the decorator's frames.
+    gc.collect()
     profiler.start()
     await _incremental(events)
     profiler.stop()
