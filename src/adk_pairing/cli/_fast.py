@@ -1,13 +1,9 @@
 """The scan's fast path: only the fields the analysis reads, from stored JSON.
 
 Rebuilding a stored event with ADK's ``Event`` model validates every field of
-every part; the analysis (`adk_pairing.analysis`) reads a handful, declared in
-`adk_pairing.ledger_reads`: each part's ``function_call`` and
-``function_response`` (id and name), its ``text``, ``thought`` and
-``thought_signature`` (`never_sent_as_a_call`), and the event's ``author``,
-``branch``, ``isolation_scope``, ``invocation_id``, ``long_running_tool_ids``
-and ``actions.rewind_before_invocation_id``. `light_event` builds objects with
-exactly those attributes (their slots are the declaration) from an event's
+every part; the analysis (`adk_pairing.analysis`) reads a handful, declared
+once in `adk_pairing.ledger_reads`. `light_event` builds objects with exactly
+those attributes (their slots are the declaration) from an event's
 JSON document, and the core's own `analyze` and `is_rewind` run on them
 unchanged (objects built with pydantic's ``model_construct`` cost more than
 validating: ``benchmarks/RESULTS.md``).
