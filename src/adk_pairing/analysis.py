@@ -679,7 +679,9 @@ class PairingLedger:
         if known is None:
             return index
         lowest_answered, highest_answered, last_answer, _ = known
-        open_parts = self._open[index]
+        open_parts = self._open.get(index)
+        if not open_parts:
+            return index  # every call there is answered: nothing to place
         if next(reversed(open_parts)) < lowest_answered:
             return index
         if highest_answered < next(iter(open_parts)) and last_answer >= 0:

@@ -15,13 +15,13 @@ import pytest
 from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import GetSessionConfig
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
 from adk_pairing import service as service_module
 
 from .events import call, model_event, response, response_event, user_text
-from .test_properties import PlannedTurn, build_history, turn_lists
+from .test_properties import PlannedCall, PlannedTurn, build_history, turn_lists
 
 APP, USER = "app", "user"
 
@@ -66,8 +66,16 @@ async def test_append_keeps_the_view_equal_to_a_fresh_read_through_a_whole_turn(
     assert not any(is_synthetic(e) for e in view.events)
 
 
+def _turn(*calls: tuple[str | None, bool]) -> PlannedTurn:
+    planned = tuple(PlannedCall(i, "search", False, answered, False) for i, answered in calls)
+    return PlannedTurn(planned, trailing_text=False, split_answers=False, model_reply=False)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turn_lists)
+# On google-adk <= 2.10 the settling of call_1 once asked where the placeholders of
+# a call event go after its last open call was answered, and the upkeep raised.
+@example([_turn((None, False), ("call_2", True)), _turn(("call_1", True), ("call_2", False))])
 def test_incremental_view_equals_fresh_view_after_every_append(
     turns: list[PlannedTurn],
 ) -> None:
