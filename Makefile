@@ -16,11 +16,16 @@ STAMP := $(VENV)/.installed
 # file each (constraints/adk-<version>.txt), one virtualenv each (.venv-adk-<version>).
 ADK_VERSIONS := $(sort $(patsubst constraints/adk-%.txt,%,$(wildcard constraints/adk-*.txt)))
 
-$(STAMP): pyproject.toml
+# $(call install_extra,EXTRA): .venv (created if absent) gets the project, editable, with EXTRA.
+define install_extra
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[$(1)]'
+	touch $@
+endef
+
+$(STAMP): pyproject.toml
+	$(call install_extra,test)
 
 install: $(STAMP)
 
@@ -74,10 +79,7 @@ check-wheel: install
 DOCS_STAMP := $(VENV)/.installed-docs
 
 $(DOCS_STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[docs]'
-	touch $(DOCS_STAMP)
+	$(call install_extra,docs)
 
 # NO_MKDOCS_2_WARNING: mkdocs-material prints a banner about its end of life (May 2027) on every build.
 docs: $(DOCS_STAMP)
