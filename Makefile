@@ -10,17 +10,22 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo services test test-adk check-install-pin check-wheel lint bench profile web-check
+.PHONY: install demo services test test-adk check-install-pin check-wheel lint docs bench profile web-check
 
 # The older google-adk releases CI tests besides the newest: one constraints
 # file each (constraints/adk-<version>.txt), one virtualenv each (.venv-adk-<version>).
 ADK_VERSIONS := $(sort $(patsubst constraints/adk-%.txt,%,$(wildcard constraints/adk-*.txt)))
 
-$(STAMP): pyproject.toml
+# $(call install_extra,EXTRA): .venv (created if absent) gets the project, editable, with EXTRA.
+define install_extra
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[$(1)]'
+	touch $@
+endef
+
+$(STAMP): pyproject.toml
+	$(call install_extra,test)
 
 install: $(STAMP)
 
@@ -67,6 +72,18 @@ check-install-pin:
 # wheel with no extras in a fresh virtualenv running demo, scan and show.
 check-wheel: install
 	BUILD_PYTHON=$(BIN)/python PYTHON=$(PYTHON) bash scripts/check-wheel.sh
+
+# The documentation site in site/: docs/, README, CHANGELOG and benchmarks/RESULTS.md as pages,
+# an API page per public name from the docstrings (mkdocstrings), the CLI's --help
+# (scripts/mkdocs_hooks.py). --strict: a broken link, anchor or reference fails the build.
+DOCS_STAMP := $(VENV)/.installed-docs
+
+$(DOCS_STAMP): pyproject.toml
+	$(call install_extra,docs)
+
+# NO_MKDOCS_2_WARNING: mkdocs-material prints a banner about its end of life (May 2027) on every build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: install services
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

@@ -4,7 +4,8 @@
 #      single warning, and `twine check --strict` passes both;
 #   2. the wheel, installed with no extras into a fresh virtualenv from PyPI,
 #      runs `adk-pairing demo`, then `scan` and `show` on the store the demo
-#      kept, and prints its version;
+#      kept, and prints its version; README's first snippet, which follows
+#      the plain install line, runs there as printed;
 #   3. a store whose driver the base install leaves out (PostgreSQL, Redis,
 #      DatabaseSessionService on SQLite) makes `scan` and `show` exit 2 with
 #      one line naming the extra to install, never a traceback.
@@ -67,6 +68,19 @@ echo "check-wheel: adk-pairing scan found the demo's missing call"
   fail "adk-pairing show exited $?"
 grep -q "synthetic: missing" "$work/show.txt" || fail "adk-pairing show did not show the placeholder"
 echo "check-wheel: adk-pairing show shows the placeholder"
+
+# README's first Python block (title "one-liners") follows `pip install adk-pairing`:
+# it runs as printed with the wheel alone (tests/integration/test_wiring_docs.py runs
+# a turn through what it builds).
+mkdir "$work/readme"
+readme="$PWD/README.md"
+(cd "$work/readme" && "$work/venv/bin/python" -c '
+import re, sys
+readme = open(sys.argv[1]).read()
+block = re.search(r"```python title=\"one-liners\"\n(.*?)^```", readme, re.DOTALL | re.MULTILINE)
+exec(compile(block[1], "README[one-liners]", "exec"), {"__name__": "__main__"})
+' "$readme") || fail "README's one-liners snippet does not run with the wheel alone"
+echo "check-wheel: README's one-liners snippet runs with the wheel alone"
 
 # 3. Stores that need an extra: exit 2 and one line naming it.
 expect_extra() {

@@ -34,8 +34,8 @@ from pydantic import BaseModel
 from .adk_compat import adk_reads_error_code_of_responses
 from .analysis import CallStatus, TrackedCall
 
-#: Key under ``Event.custom_metadata`` that marks everything adk-pairing adds.
 METADATA_KEY = "adk_pairing"
+"""Key under ``Event.custom_metadata`` that marks everything adk-pairing adds."""
 
 #: How every synthetic event's id starts.
 SYNTHETIC_ID_PREFIX = "adk-pairing-"
@@ -48,11 +48,14 @@ DEFAULT_MISSING_TEXT = (
     "the tool returned. The tool may or may not have run. Check before "
     "repeating an action that has side effects."
 )
+"""What the model reads for a call with no recorded result (``missing_text=``)."""
+
 DEFAULT_PENDING_TEXT = (
     "This call is awaiting a response: it is still open (a long-running "
     "operation, a confirmation or a request for input) and its result has not "
     "arrived yet. Do not call it again; its result will follow when it arrives."
 )
+"""What the model reads for a call ADK still holds open (``pending_text=``)."""
 
 
 #: The ``error_code`` of a synthetic event answering a call with no recorded

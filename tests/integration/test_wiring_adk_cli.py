@@ -1,4 +1,4 @@
-"""ADK's own CLI serves ``pairing+postgresql+asyncpg://`` sessions: a real ``adk api_server``.
+"""ADK's own CLI serves ``pairing+`` sessions: a real ``adk api_server`` and ``adk web``.
 
 Each test starts ``.venv/bin/adk api_server`` as a subprocess on a free
 loopback port, on a copy of the agents root ``examples/agents`` holding
@@ -17,22 +17,31 @@ result (so the server really used the decorator: unwrapped, ADK would drop
 the call); the README's ``--extra_plugins adk_pairing.PairingPlugin`` must
 have run (the placeholder and the user's text arrive as one merged turn); and
 the stored rows must be the rows before plus the new turn's events, with no
-adk-pairing marker anywhere.
+adk-pairing marker anywhere. The README's ``adk web`` line does the same on
+``pairing+sqlite://``, the store ``adk web`` keeps by default
+(`SqliteSessionService`), and the example's ``services.yaml`` registers
+exactly the schemes the README's ``services.py`` does.
 """
 
 from __future__ import annotations
 
 import shlex
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+from adk_pairing import register_pairing_schemes
 
 from .wiring_support import (
     ADK,
     READY_TIMEOUT,
+    SeededSession,
     agents_copy,
     api_server,
     assert_model_saw_placeholder,
@@ -40,11 +49,11 @@ from .wiring_support import (
     demo_report,
     free_port,
     raw_event_rows,
+    raw_sqlite_event_rows,
     readme_snippet,
     seed_interrupted_session,
+    seed_interrupted_session_into,
 )
-
-pytestmark = pytest.mark.postgres
 
 
 def readme_api_server_args(session_service_uri: str, agents_root: Path) -> list[str]:
@@ -61,12 +70,22 @@ def readme_api_server_args(session_service_uri: str, agents_root: Path) -> list[
 
 
 async def run_interrupted_session_through(base_url: str, postgres_url: str) -> dict[str, Any]:
-    """Seeds a broken session, runs one turn over HTTP, checks request and store.
+    """Seeds a broken PostgreSQL session, runs one turn over HTTP, checks request and store.
 
     Returns the placeholder result the model was shown.
     """
     seeded = await seed_interrupted_session(postgres_url)
-    before = await raw_event_rows(postgres_url, seeded)
+    return await run_checked_turn(base_url, seeded, lambda: raw_event_rows(postgres_url, seeded))
+
+
+async def run_checked_turn(
+    base_url: str, seeded: SeededSession, stored_rows: Callable[[], Awaitable[list[Any]]]
+) -> dict[str, Any]:
+    """One ``/run`` turn on the seeded broken session; checks the request and the store.
+
+    Returns the placeholder result the model was shown.
+    """
+    before = await stored_rows()
     assert len(before) == 2
 
     async with httpx.AsyncClient(base_url=base_url, timeout=60.0) as client:
@@ -89,11 +108,11 @@ async def run_interrupted_session_through(base_url: str, postgres_url: str) -> d
     # call, results + text), not two; ADK only logs a plugin it fails to load.
     assert report["contents"] == 3, report
 
-    after = await raw_event_rows(postgres_url, seeded)
-    assert_store_untouched(before, after, [event["id"] for event in events])
+    assert_store_untouched(before, await stored_rows(), [event["id"] for event in events])
     return placeholder
 
 
+@pytest.mark.postgres
 async def test_adk_api_server_with_services_yaml_repairs_interrupted_postgres_session(
     tmp_path, postgres_url
 ):
@@ -106,6 +125,7 @@ async def test_adk_api_server_with_services_yaml_repairs_interrupted_postgres_se
         await run_interrupted_session_through(base_url, postgres_url)
 
 
+@pytest.mark.postgres
 async def test_adk_api_server_with_readme_services_py_repairs_interrupted_postgres_session(
     tmp_path, postgres_url
 ):
@@ -123,6 +143,7 @@ async def test_adk_api_server_with_readme_services_py_repairs_interrupted_postgr
     )
 
 
+@pytest.mark.postgres
 def test_adk_api_server_without_registration_refuses_a_pairing_uri(tmp_path, postgres_url):
     """Why the registration is needed: ADK's fallback cannot load a pairing+ URL."""
     agents_root = agents_copy(tmp_path)
@@ -146,3 +167,38 @@ def test_adk_api_server_without_registration_refuses_a_pairing_uri(tmp_path, pos
 
     assert returncode != 0
     assert "Failed to create database engine for URL 'pairing+postgresql" in log.read_text()
+
+
+async def test_readme_adk_web_line_repairs_interrupted_sqlite_session_store(tmp_path):
+    """``pairing+sqlite://``, registered by the example's services.yaml: SqliteSessionService."""
+    argv = shlex.split(readme_snippet("adk-web-sqlite"))
+    assert argv[:2] == ["adk", "web"]
+    uri = argv[argv.index("--session_service_uri") + 1]
+    assert uri == "pairing+sqlite:///sessions.db"  # relative: the server's working directory
+    assert argv[argv.index("--extra_plugins") + 1] == "adk_pairing.PairingPlugin"
+    argv[-1] = str(agents_copy(tmp_path))
+    db_path = tmp_path / "sessions.db"
+    seeded = await seed_interrupted_session_into(SqliteSessionService(db_path=str(db_path)))
+
+    async def stored_rows() -> list[tuple[str, str]]:
+        return raw_sqlite_event_rows(db_path, seeded)
+
+    with api_server([str(ADK), *argv[1:]], tmp_path) as base_url:
+        await run_checked_turn(base_url, seeded, stored_rows)
+
+
+def test_services_yaml_registers_what_register_pairing_schemes_does():
+    """Every scheme ADK's CLI accepts (its registry's and the SQLAlchemy URLs of its
+    fallback) and Redis, whichever of the two registrations a reader copies."""
+    from google.adk.cli.service_registry import ServiceRegistry, _register_builtin_services
+
+    registry = ServiceRegistry()
+    _register_builtin_services(registry)
+    from_services_py = register_pairing_schemes(registry=registry)
+    listed = yaml.safe_load(readme_snippet("services.yaml"))["services"]
+
+    assert sorted(entry["scheme"] for entry in listed) == from_services_py
+    assert "pairing+sqlite" in from_services_py
+    assert {(entry["type"], entry["class"]) for entry in listed} == {
+        ("session", "adk_pairing.PairingSessionService")
+    }

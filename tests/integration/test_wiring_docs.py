@@ -23,8 +23,8 @@ from google.adk.sessions import DatabaseSessionService
 from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic
 
 from .wiring_support import (
-    EXAMPLE_AGENTS,
     INTERRUPTED_TOOL,
+    answer_gemini_locally,
     readme_blocks,
     readme_snippet,
     seed_interrupted_session,
@@ -40,6 +40,7 @@ EXECUTED_BLOCKS = {
     "load-config": "test_yaml_config_snippets_load_a_postgres_service",
     "session_service.toml": "test_toml_config_snippet_loads_a_plain_uri_with_pairing_block",
     "adk-api-server": "test_wiring_adk_cli.py",
+    "adk-web-sqlite": "test_wiring_adk_cli.py",
     "services.yaml": "test_wiring_adk_cli.py",
     "services.py": "test_wiring_adk_cli.py",
     "otel-export": "test_metrics.py",
@@ -47,12 +48,9 @@ EXECUTED_BLOCKS = {
 }
 
 
-def run_snippet(title: str, **given: object) -> dict:
-    """Executes a documented Python block as a script; returns its globals.
-
-    `given` are names the snippet expects the reader to have (``root_agent``).
-    """
-    namespace = {"__name__": "__main__", **given}
+def run_snippet(title: str) -> dict:
+    """Executes a documented Python block as a script, as printed; returns its globals."""
+    namespace = {"__name__": "__main__"}
     exec(compile(readme_snippet(title), f"docs[{title}]", "exec"), namespace)
     return namespace
 
@@ -74,10 +72,9 @@ def test_one_liners_wrap_sqlite_by_object_and_by_uri_and_add_the_plugin(
     from google.genai import types
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(EXAMPLE_AGENTS))
-    from pairing_demo.agent import root_agent
+    answer_gemini_locally(monkeypatch)
 
-    namespace = run_snippet("one-liners", root_agent=root_agent)
+    namespace = run_snippet("one-liners")
 
     by_object = namespace["PairingSessionService"]  # the class the snippet imported
     session_service = namespace["session_service"]  # the URI's, built last
@@ -124,7 +121,7 @@ async def test_sqlite_wal_snippet_switches_new_connections_to_write_ahead_loggin
 
 def test_runner_setup_snippet_runs_a_turn_on_sqlite_and_closes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(EXAMPLE_AGENTS))
+    answer_gemini_locally(monkeypatch)
 
     namespace = run_snippet("runner-setup")
 

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ import httpx
 import pytest
 from google.adk.events.event import Event
 from google.adk.sessions import DatabaseSessionService
+from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 
 from adk_pairing import METADATA_KEY
@@ -95,6 +97,23 @@ def readme_snippet(title: str) -> str:
     return found[0]
 
 
+def answer_gemini_locally(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snippets naming a ``gemini-…`` model run as printed, without a key or a network.
+
+    ADK resolves the name to its own `Gemini` class; only the provider call is
+    replaced, by the example model's (``examples/agents/pairing_demo``): it
+    raises on a request that breaks Anthropic's pairing rule (ADK's converter)
+    and otherwise answers with a JSON report of the calls and results it got.
+    """
+    from google.adk.models.google_llm import Gemini
+
+    monkeypatch.syspath_prepend(str(EXAMPLE_AGENTS))
+    from pairing_demo.agent import PairingReportModel
+
+    monkeypatch.setattr(Gemini, "generate_content_async", PairingReportModel.generate_content_async)
+    monkeypatch.setenv("GOOGLE_API_KEY", "unused: the provider call is replaced")
+
+
 def asyncpg_dsn(sqlalchemy_url: str) -> str:
     """The same database as a DSN asyncpg accepts (no ``+asyncpg`` driver part)."""
     return sqlalchemy_url.replace("postgresql+asyncpg://", "postgresql://", 1)
@@ -117,9 +136,17 @@ async def seed_interrupted_session(
     between the call and its result leaves it: a user message, then a model
     event with a function_call that nothing answers.
     """
+    return await seed_interrupted_session_into(
+        DatabaseSessionService(db_url=db_url, **engine_kwargs), app_name=app_name
+    )
+
+
+async def seed_interrupted_session_into(
+    service: BaseSessionService, *, app_name: str = DEMO_APP
+) -> SeededSession:
+    """`seed_interrupted_session` through any unwrapped `service`; closes it."""
     token = uuid.uuid4().hex[:12]
     seeded = SeededSession(app_name, f"user-{token}", f"session-{token}", f"toolu_{token}")
-    service = DatabaseSessionService(db_url=db_url, **engine_kwargs)
     try:
         session = await service.create_session(
             app_name=app_name, user_id=seeded.user_id, session_id=seeded.session_id
@@ -152,6 +179,18 @@ async def seed_interrupted_session(
     finally:
         await close_session_service(service)
     return seeded
+
+
+def raw_sqlite_event_rows(db_path: Path, seeded: SeededSession) -> list[tuple[str, str]]:
+    """`raw_event_rows` of an SQLite file (`SqliteSessionService`'s), read with sqlite3."""
+    with contextlib.closing(sqlite3.connect(db_path)) as connection:
+        cursor = connection.execute(
+            "SELECT * FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+            "ORDER BY timestamp, id",
+            (seeded.app_name, seeded.user_id, seeded.session_id),
+        )
+        id_at = [column[0] for column in cursor.description].index("id")
+        return [(row[id_at], repr(row)) for row in cursor.fetchall()]
 
 
 async def raw_event_rows(postgres_url: str, seeded: SeededSession) -> list[tuple[str, str]]:
