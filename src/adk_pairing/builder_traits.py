@@ -110,7 +110,9 @@ def builder_traits() -> BuilderTraits:
         walks_back = _probe_latest_response_walks_back()
     except Exception:
         walks_back = False
-    from google.adk.flows.llm_flows import contents
-
+    try:
+        from google.adk.flows.llm_flows import contents
+    except Exception:  # the shim is gone: the newest builder drops orphans too
+        return BuilderTraits(by_last, walks_back)
     drops_orphans = hasattr(contents, "_drop_orphaned_function_responses")
     return BuilderTraits(by_last, walks_back, drops_orphans)
