@@ -97,8 +97,8 @@ async def cost(events: int, rounds: int) -> dict[str, float]:
         store, session_id = await _store(Path(workdir) / "s.db", events)
         shielded = PairingSessionService(store)
         unshielded = PairingSessionService(store)
-        unshielded._shield_reads = False  # the same decorator, reads not shielded
-        assert shielded._shield_reads
+        unshielded._shield_calls = False  # the same decorator, reads not shielded
+        assert shielded._shield_calls
         readers = {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
         times: dict[str, list[float]] = {name: [] for name in readers}
         ratios: list[float] = []
