@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -245,7 +246,9 @@ class Sweep:
         """The outcome at every point (or up to the first that left the store locked)."""
         try:
             await self.seed()
-            operations, took = await self.dry_run()
+            runs = [await self.dry_run() for _ in range(3)]
+            operations = max(queued for queued, _ in runs)
+            took = statistics.median(took for _, took in runs)
             points = [
                 Point(operation=index, steps=steps)
                 for index in range(operations)
@@ -275,8 +278,10 @@ async def test_an_append_through_the_decorator_cancelled_anywhere_locks_nothing_
     assert [o.point for o in outcomes if not o.whole] == []
     assert [o.point for o in outcomes if o.held != o.stored] == []
     assert [o.point for o in outcomes if not o.view_is_store] == []
-    # The caller saw its cancellation, and the write started, at most points.
-    assert sum(o.cancelled and o.stored for o in outcomes) >= len(outcomes) // 2
+    # Cancelled while one of its operations ran, the caller saw CancelledError at
+    # once, and the write it had started was stored all the same.
+    mid_operation = [o for o in outcomes if o.point.operation is not None and not o.point.steps]
+    assert mid_operation and all(o.cancelled and o.stored for o in mid_operation)
 
 
 async def test_the_same_sweep_finds_the_lock_on_the_unwrapped_database_store(
