@@ -387,3 +387,31 @@ async def test_a_background_append_that_fails_is_logged_and_leaves_no_phantom(
     failures = [r for r in caplog.records if "whose caller was cancelled failed" in r.message]
     assert len(failures) == 1 and isinstance(failures[0].exc_info[1], STALE_WRITER_ERROR)
     assert unretrieved == []
+
+
+async def test_only_the_sqlite_backed_stores_are_shielded(tmp_path: Path) -> None:
+    """One rule for reads and appends: ADK's two SQLite stores, subclasses included."""
+    from google.adk.sessions import InMemorySessionService
+
+    class OwnSqliteStore(SqliteSessionService):
+        pass
+
+    shielded = {
+        "db-sqlite": _open("db-sqlite", tmp_path / "a.db"),
+        "sqlite": _open("sqlite", tmp_path / "b.db"),
+        "own sqlite subclass": OwnSqliteStore(db_path=str(tmp_path / "c.db")),
+    }
+    not_shielded = {
+        "postgres": DatabaseSessionService(db_url="postgresql+asyncpg://nobody@127.0.0.1:1/none"),
+        "memory": InMemorySessionService(),
+    }
+    try:
+        assert {
+            k: PairingSessionService(s)._shield_calls for k, s in shielded.items()
+        } == dict.fromkeys(shielded, True)
+        assert {
+            k: PairingSessionService(s)._shield_calls for k, s in not_shielded.items()
+        } == dict.fromkeys(not_shielded, False)
+    finally:
+        for store in [*shielded.values(), *not_shielded.values()]:
+            await close_session_service(store)
