@@ -1,4 +1,4 @@
-"""What shielding reads of a SQLite DatabaseSessionService from cancellation buys and costs.
+"""What shielding SQLite reads and appends from cancellation buys and costs.
 
 Two measurements, each wrapped against unwrapped (and shielded against not) in the
 same run, printed as ratios:
@@ -8,7 +8,8 @@ same run, printed as ratios:
   the cyclic garbage collector left on as in production. Counts the writes that
   failed with "database is locked" and the slowest write.
 * **cost**: the median ratio of a shielded to an unshielded read through the
-  decorator (and to the unwrapped read), over interleaved pairs.
+  decorator (and to the unwrapped read), over interleaved pairs; the same for
+  appends (each appender writes its own session).
 
     .venv/bin/python benchmarks/shielded_reads.py [--cancels 300] [--rounds 300]
 """
@@ -126,6 +127,43 @@ async def cost(events: int, rounds: int) -> dict[str, float]:
     }
 
 
+async def append_cost(rounds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as workdir:
+        store, _ = await _store(Path(workdir) / "s.db", 0)
+        shielded = PairingSessionService(store)
+        unshielded = PairingSessionService(store)
+        unshielded._shield_calls = False  # the same decorator, appends not shielded
+        appenders = {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
+        sessions = {
+            name: await service.create_session(app_name=APP, user_id=USER)
+            for name, service in appenders.items()
+        }
+        times: dict[str, list[float]] = {name: [] for name in appenders}
+        ratios: list[float] = []
+        to_unwrapped: list[float] = []
+        for round_number in range(rounds + 10):
+            names = list(appenders)
+            random.Random(round_number).shuffle(names)
+            took = {}
+            for name in names:
+                started = time.perf_counter()
+                await appenders[name].append_event(sessions[name], _text(round_number))
+                took[name] = time.perf_counter() - started
+            if round_number < 10:
+                continue  # warm-up
+            for name, seconds in took.items():
+                times[name].append(seconds)
+            ratios.append(took["shielded"] / took["unshielded"])
+            to_unwrapped.append(took["shielded"] / took["unwrapped"])
+        await store.close()
+    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
+    return {
+        **medians,
+        "shielded/unshielded": statistics.median(ratios),
+        "shielded/unwrapped": statistics.median(to_unwrapped),
+    }
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cancels", type=int, default=300)
@@ -146,6 +184,14 @@ async def main() -> None:
             f"shielded/unshielded {row['shielded/unshielded']:.3f}  "
             f"shielded/unwrapped {row['shielded/unwrapped']:.3f}"
         )
+    row = await append_cost(args.rounds)
+    print(
+        f"appends: median of {args.rounds} interleaved, SQLite file: "
+        f"unwrapped {row['unwrapped']:8.0f} us  unshielded {row['unshielded']:8.0f} us  "
+        f"shielded {row['shielded']:8.0f} us  "
+        f"shielded/unshielded {row['shielded/unshielded']:.3f}  "
+        f"shielded/unwrapped {row['shielded/unwrapped']:.3f}"
+    )
 
 
 if __name__ == "__main__":
