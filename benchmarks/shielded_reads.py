@@ -23,6 +23,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from google.adk.events.event import Event
@@ -93,75 +94,73 @@ async def stress(reader_kind: str, cancels: int, seed: int) -> tuple[int, float]
     return locked, slowest * 1000
 
 
+async def _interleaved(
+    calls: dict[str, Callable[[int], Awaitable[object]]], rounds: int
+) -> dict[str, float]:
+    """Median time of each call (us) and of shielded over unshielded and unwrapped,
+    over `rounds` rounds that run every call once in a shuffled order."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    ratios: list[float] = []
+    to_unwrapped: list[float] = []
+    for round_number in range(rounds + 10):
+        names = list(calls)
+        random.Random(round_number).shuffle(names)
+        took = {}
+        for name in names:
+            started = time.perf_counter()
+            await calls[name](round_number)
+            took[name] = time.perf_counter() - started
+        if round_number < 10:
+            continue  # warm-up
+        for name, seconds in took.items():
+            times[name].append(seconds)
+        ratios.append(took["shielded"] / took["unshielded"])
+        to_unwrapped.append(took["shielded"] / took["unwrapped"])
+    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
+    return {
+        **medians,
+        "shielded/unshielded": statistics.median(ratios),
+        "shielded/unwrapped": statistics.median(to_unwrapped),
+    }
+
+
+def _services(store: DatabaseSessionService) -> dict[str, BaseSessionService]:
+    shielded = PairingSessionService(store)
+    unshielded = PairingSessionService(store)
+    unshielded._shield_calls = False  # the same decorator, calls not shielded
+    assert shielded._shield_calls
+    return {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
+
+
 async def cost(events: int, rounds: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as workdir:
         store, session_id = await _store(Path(workdir) / "s.db", events)
-        shielded = PairingSessionService(store)
-        unshielded = PairingSessionService(store)
-        unshielded._shield_calls = False  # the same decorator, reads not shielded
-        assert shielded._shield_calls
-        readers = {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
-        times: dict[str, list[float]] = {name: [] for name in readers}
-        ratios: list[float] = []
-        to_unwrapped: list[float] = []
-        for round_number in range(rounds + 10):
-            names = list(readers)
-            random.Random(round_number).shuffle(names)
-            took = {}
-            for name in names:
-                started = time.perf_counter()
-                await readers[name].get_session(app_name=APP, user_id=USER, session_id=session_id)
-                took[name] = time.perf_counter() - started
-            if round_number < 10:
-                continue  # warm-up
-            for name, seconds in took.items():
-                times[name].append(seconds)
-            ratios.append(took["shielded"] / took["unshielded"])
-            to_unwrapped.append(took["shielded"] / took["unwrapped"])
+
+        def reader(service: BaseSessionService) -> Callable[[int], Awaitable[object]]:
+            return lambda _: service.get_session(app_name=APP, user_id=USER, session_id=session_id)
+
+        row = await _interleaved(
+            {name: reader(service) for name, service in _services(store).items()}, rounds
+        )
         await store.close()
-    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
-    return {
-        **medians,
-        "shielded/unshielded": statistics.median(ratios),
-        "shielded/unwrapped": statistics.median(to_unwrapped),
-    }
+    return row
 
 
 async def append_cost(rounds: int) -> dict[str, float]:
+    """Each service appends to a session of its own (a view for the decorators)."""
     with tempfile.TemporaryDirectory() as workdir:
         store, _ = await _store(Path(workdir) / "s.db", 0)
-        shielded = PairingSessionService(store)
-        unshielded = PairingSessionService(store)
-        unshielded._shield_calls = False  # the same decorator, appends not shielded
-        appenders = {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
-        sessions = {
-            name: await service.create_session(app_name=APP, user_id=USER)
-            for name, service in appenders.items()
-        }
-        times: dict[str, list[float]] = {name: [] for name in appenders}
-        ratios: list[float] = []
-        to_unwrapped: list[float] = []
-        for round_number in range(rounds + 10):
-            names = list(appenders)
-            random.Random(round_number).shuffle(names)
-            took = {}
-            for name in names:
-                started = time.perf_counter()
-                await appenders[name].append_event(sessions[name], _text(round_number))
-                took[name] = time.perf_counter() - started
-            if round_number < 10:
-                continue  # warm-up
-            for name, seconds in took.items():
-                times[name].append(seconds)
-            ratios.append(took["shielded"] / took["unshielded"])
-            to_unwrapped.append(took["shielded"] / took["unwrapped"])
+
+        async def appender(service: BaseSessionService) -> Callable[[int], Awaitable[object]]:
+            session = await service.create_session(app_name=APP, user_id=USER)
+            return lambda index: service.append_event(session, _text(index))
+
+        services = _services(store)
+        row = await _interleaved(
+            {name: await appender(service) for name, service in services.items()}, rounds
+        )
         await store.close()
-    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
-    return {
-        **medians,
-        "shielded/unshielded": statistics.median(ratios),
-        "shielded/unwrapped": statistics.median(to_unwrapped),
-    }
+    return row
 
 
 async def main() -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiosqlite.cursor
@@ -43,16 +42,6 @@ from adk_pairing.adk_compat import close_session_service
 APP, USER, SESSION = "app", "user", "session"
 #: A short busy timeout, so a locked write fails in a fifth of a second, not five.
 BUSY_TIMEOUT_S = 0.2
-
-
-@pytest.fixture
-def collector_paused() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _started_when(monkeypatch: pytest.MonkeyPatch, marker: str) -> asyncio.Event:

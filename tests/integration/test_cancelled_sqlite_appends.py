@@ -26,7 +26,6 @@ import gc
 import logging
 import statistics
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,16 +116,6 @@ def operations(monkeypatch: pytest.MonkeyPatch) -> _Operations:
 
     monkeypatch.setattr(aiosqlite.core.Connection, "_execute", execute)
     return counter
-
-
-@pytest.fixture
-def collector_paused() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 @dataclass(frozen=True)
