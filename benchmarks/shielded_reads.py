@@ -1,4 +1,4 @@
-"""What shielding reads of a SQLite DatabaseSessionService from cancellation buys and costs.
+"""What shielding SQLite reads and appends from cancellation buys and costs.
 
 Two measurements, each wrapped against unwrapped (and shielded against not) in the
 same run, printed as ratios:
@@ -8,7 +8,8 @@ same run, printed as ratios:
   the cyclic garbage collector left on as in production. Counts the writes that
   failed with "database is locked" and the slowest write.
 * **cost**: the median ratio of a shielded to an unshielded read through the
-  decorator (and to the unwrapped read), over interleaved pairs.
+  decorator (and to the unwrapped read), over interleaved pairs; the same for
+  appends (each appender writes its own session).
 
     .venv/bin/python benchmarks/shielded_reads.py [--cancels 300] [--rounds 300]
 """
@@ -22,6 +23,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from google.adk.events.event import Event
@@ -92,38 +94,73 @@ async def stress(reader_kind: str, cancels: int, seed: int) -> tuple[int, float]
     return locked, slowest * 1000
 
 
-async def cost(events: int, rounds: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as workdir:
-        store, session_id = await _store(Path(workdir) / "s.db", events)
-        shielded = PairingSessionService(store)
-        unshielded = PairingSessionService(store)
-        unshielded._shield_reads = False  # the same decorator, reads not shielded
-        assert shielded._shield_reads
-        readers = {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
-        times: dict[str, list[float]] = {name: [] for name in readers}
-        ratios: list[float] = []
-        to_unwrapped: list[float] = []
-        for round_number in range(rounds + 10):
-            names = list(readers)
-            random.Random(round_number).shuffle(names)
-            took = {}
-            for name in names:
-                started = time.perf_counter()
-                await readers[name].get_session(app_name=APP, user_id=USER, session_id=session_id)
-                took[name] = time.perf_counter() - started
-            if round_number < 10:
-                continue  # warm-up
-            for name, seconds in took.items():
-                times[name].append(seconds)
-            ratios.append(took["shielded"] / took["unshielded"])
-            to_unwrapped.append(took["shielded"] / took["unwrapped"])
-        await store.close()
+async def _interleaved(
+    calls: dict[str, Callable[[int], Awaitable[object]]], rounds: int
+) -> dict[str, float]:
+    """Median time of each call (us) and of shielded over unshielded and unwrapped,
+    over `rounds` rounds that run every call once in a shuffled order."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    ratios: list[float] = []
+    to_unwrapped: list[float] = []
+    for round_number in range(rounds + 10):
+        names = list(calls)
+        random.Random(round_number).shuffle(names)
+        took = {}
+        for name in names:
+            started = time.perf_counter()
+            await calls[name](round_number)
+            took[name] = time.perf_counter() - started
+        if round_number < 10:
+            continue  # warm-up
+        for name, seconds in took.items():
+            times[name].append(seconds)
+        ratios.append(took["shielded"] / took["unshielded"])
+        to_unwrapped.append(took["shielded"] / took["unwrapped"])
     medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
     return {
         **medians,
         "shielded/unshielded": statistics.median(ratios),
         "shielded/unwrapped": statistics.median(to_unwrapped),
     }
+
+
+def _services(store: DatabaseSessionService) -> dict[str, BaseSessionService]:
+    shielded = PairingSessionService(store)
+    unshielded = PairingSessionService(store)
+    unshielded._shield_calls = False  # the same decorator, calls not shielded
+    assert shielded._shield_calls
+    return {"unwrapped": store, "shielded": shielded, "unshielded": unshielded}
+
+
+async def cost(events: int, rounds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as workdir:
+        store, session_id = await _store(Path(workdir) / "s.db", events)
+
+        def reader(service: BaseSessionService) -> Callable[[int], Awaitable[object]]:
+            return lambda _: service.get_session(app_name=APP, user_id=USER, session_id=session_id)
+
+        row = await _interleaved(
+            {name: reader(service) for name, service in _services(store).items()}, rounds
+        )
+        await store.close()
+    return row
+
+
+async def append_cost(rounds: int) -> dict[str, float]:
+    """Each service appends to a session of its own (a view for the decorators)."""
+    with tempfile.TemporaryDirectory() as workdir:
+        store, _ = await _store(Path(workdir) / "s.db", 0)
+
+        async def appender(service: BaseSessionService) -> Callable[[int], Awaitable[object]]:
+            session = await service.create_session(app_name=APP, user_id=USER)
+            return lambda index: service.append_event(session, _text(index))
+
+        services = _services(store)
+        row = await _interleaved(
+            {name: await appender(service) for name, service in services.items()}, rounds
+        )
+        await store.close()
+    return row
 
 
 async def main() -> None:
@@ -146,6 +183,14 @@ async def main() -> None:
             f"shielded/unshielded {row['shielded/unshielded']:.3f}  "
             f"shielded/unwrapped {row['shielded/unwrapped']:.3f}"
         )
+    row = await append_cost(args.rounds)
+    print(
+        f"appends: median of {args.rounds} interleaved, SQLite file: "
+        f"unwrapped {row['unwrapped']:8.0f} us  unshielded {row['unshielded']:8.0f} us  "
+        f"shielded {row['shielded']:8.0f} us  "
+        f"shielded/unshielded {row['shielded/unshielded']:.3f}  "
+        f"shielded/unwrapped {row['shielded/unwrapped']:.3f}"
+    )
 
 
 if __name__ == "__main__":

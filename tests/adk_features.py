@@ -28,6 +28,7 @@ __all__ = [
     "HAS_ABORT_SIGNAL",
     "HAS_ADK_REDIS",
     "HAS_SESSION_SCHEMAS",
+    "HAS_TOOL_CALL_INTEGRITY_PLUGIN",
     "STALE_WRITER_ERROR",
     "adk_drops_unanswered_calls",
     "close_session_service",
@@ -48,6 +49,9 @@ HAS_ADK_REDIS = has_adk_redis_session_service()
 #: ``google.adk.sessions.schemas``: the JSON event layout of ``DatabaseSessionService``
 #: (google-adk >= 1.2x; 1.20 stores events in columns), which the scan's direct reader reads.
 HAS_SESSION_SCHEMAS = _module_exists("google.adk.sessions.schemas")
+
+#: ``google.adk.plugins.ToolCallIntegrityPlugin`` (google-adk >= 2.11).
+HAS_TOOL_CALL_INTEGRITY_PLUGIN = _module_exists("google.adk.plugins._tool_call_integrity_plugin")
 
 #: ``Runner.run_async(abort_signal=...)`` (google-adk >= 2.11).
 HAS_ABORT_SIGNAL = "abort_signal" in inspect.signature(Runner.run_async).parameters

@@ -24,17 +24,25 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
   when the write raises, the inner session holds an event the store does not.
   The decorator takes it out again and leaves the view as it was, so the view
   never shows it and the next append starts from what the store holds.
-* A read of ``DatabaseSessionService`` over SQLite is shielded from the
-  caller's cancellation. Cancelled while it awaits its events query, the read
-  leaves the database locked until the cyclic garbage collector runs (the
-  SELECT still runs in aiosqlite's thread; SQLAlchemy closes the connection
-  without closing the cursor, ``engine/base.py:2334`` in 2.1.9; see
-  benchmarks/RESULTS.md), and the next write fails with "database is locked".
-  Shielded, the caller still gets ``CancelledError`` at once; the read finishes
-  in the background, closing its cursor. It costs no database work that was
-  not happening anyway (aiosqlite cannot stop a running SELECT) and nothing is
-  done with its result. Other stores are not shielded: cancelling their read
-  does stop work on the server, and leaves no lock behind.
+* Reads and appends of a SQLite-backed store (``DatabaseSessionService`` over
+  SQLite, ADK's ``SqliteSessionService``) are shielded from the caller's
+  cancellation. Cancelled while it awaits a query, a read or an append of
+  ``DatabaseSessionService`` leaves the database locked until the cyclic
+  garbage collector runs (the statement still runs in aiosqlite's thread;
+  SQLAlchemy closes the connection without closing the cursor,
+  ``engine/base.py:2334`` in 2.1.9; see benchmarks/RESULTS.md), and every
+  later write fails with "database is locked". Shielded, the caller still
+  gets ``CancelledError`` at once; the call finishes in the background,
+  closing its cursor. For a read that costs no database work that was not
+  happening anyway (aiosqlite cannot stop a running statement). For an
+  append it means the event is stored whole, with its state, and then shown
+  in the session object (the view caught up, as for any append): an event
+  whose append has started is what the agent did, and a locked store is worse
+  than storing it. A background append that fails is logged and, as any
+  failed append, leaves no event behind. Later reads and appends of the same
+  session through this service wait for it, so the next turn sees what was
+  stored, and `close` waits for every one. Other stores are not shielded:
+  cancelling their calls does stop work on the server, and leaves no lock.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeVar
 
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import (
@@ -64,12 +72,14 @@ from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
 from .placeholders import PlaceholderTexts
 from .repair import Fallback, repair_history
 from .uris import PAIRING_PREFIX, is_pairing_uri
-from .view import PairedSession, mirror_fields, paired_view, view_state_of
+from .view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
 from .wire import IrregularShape
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 
 logger = logging.getLogger("adk_pairing")
+
+_T = TypeVar("_T")
 
 
 class _OncePerCall:
@@ -157,10 +167,13 @@ class PairingSessionService(BaseSessionService):
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
-        self._shield_reads = _cancelled_reads_lock_the_store(inner)
-        # Shielded reads whose caller was cancelled run on; kept here so the
-        # event loop does not drop them and `close` can wait for them.
-        self._reads_in_flight: set[asyncio.Future[Session | None]] = set()
+        self._shield_calls = _cancelled_calls_lock_the_store(inner)
+        # Shielded calls run on when their caller is cancelled; kept here so
+        # the event loop does not drop them and `close` can wait for them.
+        self._calls_in_flight: set[asyncio.Future[Any]] = set()
+        # The last shielded append of each session still running: the next
+        # read or append of that session waits for it.
+        self._writes_in_flight: dict[SessionKey, asyncio.Future[Any]] = {}
         self._analysis_cache = AnalysisCache(analysis_cache_size)
         defaults = PlaceholderTexts()
         self._texts = PlaceholderTexts(
@@ -206,10 +219,12 @@ class PairingSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
+        if self._shield_calls:
+            await self._after_writes_to((app_name, user_id, session_id))
         read = self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        session = await (self._shielded(read) if self._shield_reads else read)
+        session = await (self._shielded(read) if self._shield_calls else read)
         if session is None or (
             self._check_owner
             and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
@@ -257,13 +272,15 @@ class PairingSessionService(BaseSessionService):
     async def close(self) -> None:
         """Releases what the inner service holds: its ``close()``, or its engine's pool.
 
-        Waits first for shielded reads whose callers were cancelled, so none is
-        left running against a closed engine. google-adk 1.20's
+        Waits first for shielded reads and appends whose callers were
+        cancelled, so none is left running against a closed engine and no
+        event whose append started is lost. google-adk 1.20's
         ``DatabaseSessionService`` has no ``close``; its ``db_engine`` is
         disposed instead (see `adk_pairing.adk_compat`).
         """
-        if self._reads_in_flight:
-            await asyncio.gather(*self._reads_in_flight, return_exceptions=True)
+        while self._calls_in_flight:
+            # A call that fails was logged already (`_report_abandoned`).
+            await asyncio.gather(*self._calls_in_flight, return_exceptions=True)
         await close_session_service(self._inner)
 
     async def __aenter__(self) -> PairingSessionService:
@@ -276,14 +293,31 @@ class PairingSessionService(BaseSessionService):
 
     async def append_event(self, session: Session, event: Event) -> Event:
         view_state = view_state_of(session)
-        if view_state is None:
-            # A view's inner session passed the owner check when it was read;
-            # any other session object is checked against what is stored.
-            if self._check_owner and not await self._may_change(
-                session.app_name, session.user_id, session.id
-            ):
-                raise not_found(session.id)
-            return await self._inner.append_event(session, event)
+        # A view's inner session passed the owner check when it was read; any
+        # other session object is checked against what is stored.
+        if (
+            view_state is None
+            and self._check_owner
+            and not await self._may_change(session.app_name, session.user_id, session.id)
+        ):
+            raise not_found(session.id)
+        if not self._shield_calls:
+            if view_state is None:
+                return await self._inner.append_event(session, event)
+            return await self._append_to_view(session, view_state, event)
+        key = _cache_key(session)
+        await self._after_writes_to(key)
+        write = (
+            self._inner.append_event(session, event)
+            if view_state is None
+            else self._append_to_view(session, view_state, event)
+        )
+        return await self._shielded(write, writes_to=key)
+
+    async def _append_to_view(
+        self, session: PairedSession, view_state: ViewState, event: Event
+    ) -> Event:
+        """Appends through the view's inner session, then brings the view up to date."""
         inner = view_state.inner
         stored_before = len(inner.events)
         delta = event.actions.state_delta if event.actions is not None else None
@@ -316,19 +350,39 @@ class PairingSessionService(BaseSessionService):
             stored, app_name=app_name, user_id=user_id, session_id=session_id
         )
 
-    async def _shielded(self, read: Awaitable[Session | None]) -> Session | None:
-        """Awaits `read`, which runs to its end even if the caller is cancelled."""
-        task = asyncio.ensure_future(read)
-        self._reads_in_flight.add(task)
-        task.add_done_callback(self._read_finished)
-        return await asyncio.shield(task)
+    async def _after_writes_to(self, key: SessionKey) -> None:
+        """Waits until no shielded append of session `key` is running.
 
-    def _read_finished(self, task: asyncio.Future[Session | None]) -> None:
-        self._reads_in_flight.discard(task)
-        # Marks the outcome as seen: a read whose caller was cancelled has
-        # nobody left to raise to, and asyncio would log it as never retrieved.
-        if not task.cancelled():
-            task.exception()
+        Cancelling the wait leaves the append running. The loop re-checks
+        because another caller may have started an append while this one waited.
+        """
+        while (write := self._writes_in_flight.get(key)) is not None and not write.done():
+            await asyncio.wait([write])
+
+    async def _shielded(self, call: Awaitable[_T], *, writes_to: SessionKey | None = None) -> _T:
+        """Awaits `call`, which runs to its end even if the caller is cancelled.
+
+        `writes_to` names the session an append writes, which later reads and
+        appends of it wait for.
+        """
+        task = asyncio.ensure_future(call)
+        self._calls_in_flight.add(task)
+        task.add_done_callback(self._calls_in_flight.discard)
+        if writes_to is not None:
+            self._writes_in_flight[writes_to] = task
+            task.add_done_callback(lambda done: self._write_finished(writes_to, done))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                _report_abandoned(task, writes_to)
+            else:
+                task.add_done_callback(lambda done: _report_abandoned(done, writes_to))
+            raise
+
+    def _write_finished(self, key: SessionKey, write: asyncio.Future[Any]) -> None:
+        if self._writes_in_flight.get(key) is write:
+            del self._writes_in_flight[key]
 
     # -- views --------------------------------------------------------------
 
@@ -435,9 +489,44 @@ def _undo_unstored_append(
                 state[key] = value
 
 
-def _cancelled_reads_lock_the_store(inner: BaseSessionService) -> bool:
-    """Whether `inner` is ADK's `DatabaseSessionService` on SQLite (see the module docstring)."""
-    if not any(cls.__name__ == "DatabaseSessionService" for cls in type(inner).__mro__):
+def _report_abandoned(call: asyncio.Future[Any], writes_to: SessionKey | None) -> None:
+    """Logs how a shielded call whose caller was cancelled ended, if it failed.
+
+    Nobody is left to raise to; retrieving the exception here also keeps
+    asyncio from logging it as never retrieved. A failed append matters (its
+    event is not stored), a failed read does not.
+    """
+    if writes_to is None:
+        if not call.cancelled():
+            call.exception()
+        return
+    if call.cancelled():
+        logger.error(
+            "adk-pairing: an append to session app=%s user=%s session=%s whose caller was "
+            "cancelled was itself cancelled before it finished (was the event loop shut down "
+            "before close()?); the event may not be stored",
+            *writes_to,
+        )
+    elif (error := call.exception()) is not None:
+        logger.error(
+            "adk-pairing: an append to session app=%s user=%s session=%s whose caller was "
+            "cancelled failed; the event is not stored",
+            *writes_to,
+            exc_info=error,
+        )
+
+
+def _cancelled_calls_lock_the_store(inner: BaseSessionService) -> bool:
+    """Whether `inner` keeps SQLite in aiosqlite's thread (see the module docstring).
+
+    ADK's `DatabaseSessionService` on a SQLite engine, or its
+    `SqliteSessionService` (subclasses included): the stores whose reads and
+    appends are shielded from cancellation.
+    """
+    names = {cls.__name__ for cls in type(inner).__mro__}
+    if "SqliteSessionService" in names:
+        return True
+    if "DatabaseSessionService" not in names:
         return False
     dialect = getattr(getattr(inner, "db_engine", None), "dialect", None)
     return getattr(dialect, "name", None) == "sqlite"

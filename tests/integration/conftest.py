@@ -7,6 +7,7 @@ and a missing server skips those (fails under CI=true, see tests/conftest.py).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import uuid
@@ -67,6 +68,18 @@ def make_spec(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict
         # Deliberately free of the "adk_pairing" marker the raw-store checks look for.
         spec["prefix"] = f"adkp-it:{token}:"
     return spec
+
+
+@pytest.fixture
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the test, so a SQLite lock held by an
+    abandoned cursor lasts until the test frees it (see test_adk_sqlite_cancel_lock.py)."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @pytest.fixture

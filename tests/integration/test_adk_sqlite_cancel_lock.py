@@ -12,18 +12,19 @@ write in the meantime waits out the busy timeout and fails with "database is
 locked". The collector is paused here so the outcome does not depend on when it
 would have run.
 
-The first guard fails when a release of those libraries stops leaking the lock
-(then the README's note can go); the others prove the two ways around it: the
-decorator shields its reads of a SQLite `DatabaseSessionService` from
-cancellation, so the read ends normally and closes its cursor, and the README's
-write-ahead-log listener helps whoever reads the store unwrapped.
+The guards fail when a release of those libraries stops leaking the lock
+(then the note in docs/limitations.md can go); the others prove the two ways
+around it: the decorator shields its reads and appends of a SQLite
+`DatabaseSessionService` from cancellation, so the call ends normally and
+closes its cursor, and the write-ahead-log listener helps whoever uses the
+store unwrapped. tests/integration/test_cancelled_sqlite_appends.py cancels
+appends at many more points.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiosqlite.cursor
@@ -41,16 +42,6 @@ from adk_pairing.adk_compat import close_session_service
 APP, USER, SESSION = "app", "user", "session"
 #: A short busy timeout, so a locked write fails in a fifth of a second, not five.
 BUSY_TIMEOUT_S = 0.2
-
-
-@pytest.fixture
-def collector_paused() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _started_when(monkeypatch: pytest.MonkeyPatch, marker: str) -> asyncio.Event:
@@ -122,7 +113,7 @@ async def _cancel_a_read_mid_query(reader: BaseSessionService, started: asyncio.
         await read
 
 
-async def _append_next(store: DatabaseSessionService, index: int) -> None:
+async def _append_next(store: BaseSessionService, index: int) -> None:
     session = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
     await store.append_event(session, _text_event(index))
 
@@ -165,10 +156,10 @@ async def test_close_waits_for_a_shielded_read_whose_caller_was_cancelled(
     store = await _store_with_history(tmp_path / "sessions.db")
     service = PairingSessionService(store)
     await _cancel_a_read_mid_query(service, events_query_started)
-    orphans = set(service._reads_in_flight)
+    orphans = set(service._calls_in_flight)
     await service.close()
     assert orphans and all(read.done() and not read.cancelled() for read in orphans)
-    assert not service._reads_in_flight
+    assert not service._calls_in_flight
 
 
 async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_read(
@@ -186,11 +177,11 @@ async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_re
 
 
 async def _cancel_an_append_mid_query(
-    store: DatabaseSessionService, started: asyncio.Event, index: int
+    writer: BaseSessionService, started: asyncio.Event, index: int
 ) -> None:
-    session = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+    session = await writer.get_session(app_name=APP, user_id=USER, session_id=SESSION)
     started.clear()
-    append = asyncio.create_task(store.append_event(session, _text_event(index)))
+    append = asyncio.create_task(writer.append_event(session, _text_event(index)))
     await started.wait()
     append.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -202,9 +193,8 @@ async def test_guard_an_append_cancelled_mid_query_locks_sqlite_until_garbage_co
 ) -> None:
     """A turn cancelled while ADK writes an event leaves the lock too, not only a read.
 
-    The decorator does not shield appends (docs/limitations.md): an append the caller
-    gave up on would otherwise still be stored. Write-ahead logging lets the next
-    write through (the test below).
+    Unwrapped, that is; the decorator shields its appends (the next test), and
+    write-ahead logging lets the next write through (the one after).
     """
     store = await _store_with_history(tmp_path / "sessions.db")
     try:
@@ -216,6 +206,23 @@ async def test_guard_an_append_cancelled_mid_query_locks_sqlite_until_garbage_co
         await _append_next(store, 12)
     finally:
         await close_session_service(store)
+
+
+async def test_append_through_the_decorator_cancelled_mid_query_leaves_no_lock(
+    tmp_path: Path, collector_paused: None, sessions_query_started: asyncio.Event
+) -> None:
+    store = await _store_with_history(tmp_path / "sessions.db")
+    service = PairingSessionService(store)
+    try:
+        # The caller still sees its cancellation at once...
+        await _cancel_an_append_mid_query(service, sessions_query_started, 10)
+        # ...while the shielded append ends normally: stored, and no lock left.
+        # (Read through the decorator, which waits for the append to end.)
+        await _append_next(service, 11)
+        stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+        assert [e.invocation_id for e in stored.events][-2:] == ["inv-10", "inv-11"]
+    finally:
+        await service.close()
 
 
 async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_append(
