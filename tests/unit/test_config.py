@@ -293,7 +293,7 @@ def test_unknown_key_in_session_service_lists_its_allowed_keys(tmp_path):
     message = config_error(path)
 
     assert "session_service.pool_size: unknown key 'pool_size'" in message
-    assert "uri, pairing, engine" in message
+    assert "uri, password, pairing, engine" in message
 
 
 def test_unknown_top_level_key_is_an_error(tmp_path):

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
+import re
+import socket
 import tempfile
 import traceback
 from collections.abc import Iterator
@@ -24,12 +27,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+import typer
 import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import create_session_service
-from adk_pairing.cli._common import explain
+from adk_pairing.cli._common import explain, run
 from adk_pairing.config import ConfigError, build_session_service, load_config
 from adk_pairing.factory import create_inner_session_service
 from adk_pairing.masking import mask_secrets, mask_uri
@@ -133,7 +137,7 @@ def test_mask_uri_hides_the_password_whatever_it_holds(template, password, encod
     meaningful(password, template, encoded, mask_uri(written(template, PLACEHOLDER, encoded)))
 
     assert_hidden(password, mask_uri(uri), "mask_uri")
-    assert_hidden(password, mask_secrets(f"failed: {uri} ({password})", uri), "mask_secrets")
+    assert_hidden(password, mask_secrets(f"failed: '{uri}' ({uri})", uri), "mask_secrets")
 
 
 @SETTINGS
@@ -238,6 +242,147 @@ def test_a_password_that_is_also_the_user_name_leaves_the_uri_readable():
     masked = "postgresql+asyncpg://postgres:***@127.0.0.1:1/x"
 
     assert mask_uri(uri) == masked
-    assert mask_secrets(f"cannot connect to {uri} (password postgres)", uri) == (
-        f"cannot connect to {masked} (password ***)"
+    # Read right by every driver, the password is echoed by none: the user
+    # name a driver quotes stays, since masking it would say what the password is.
+    assert mask_secrets(f'cannot connect to {uri}: role "postgres"', uri) == (
+        f'cannot connect to {masked}: role "postgres"'
     )
+
+
+# -- masking by position: our words stay, no piece of the password shows ------
+
+#: Letters of the messages the password sits in ("cannot resolve the host",
+#: "holds a character that ends it early", "rejected the login"), so that a
+#: mask replacing letters anywhere but in the URI is caught.
+MESSAGE_LETTERS = "eostnrahlcdwip"
+#: Characters that cut a password short or change it for some driver.
+CUTTING = "@#/?%: "
+message_passwords = st.text(
+    alphabet=st.sampled_from(CUTTING + MESSAGE_LETTERS + "XY1"), min_size=3, max_size=16
+).filter(lambda pw: any(ch.isalpha() for ch in pw))
+
+
+def same_shape(password: str) -> str:
+    """`password` with every ASCII letter changed and every other character kept.
+
+    Drivers read both alike: delimiters, digits (ports), hex digits of %-escapes
+    and letter case stay. So what is shown for the two may differ only where
+    the password is shown.
+    """
+    rotations = ("abcdef", "ghijklmnopqrstuvwxyz")
+    shaped = []
+    for char in password:
+        for group in rotations:
+            for letters in (group, group.upper()):
+                if char in letters:
+                    char = letters[(letters.index(char) + 1) % len(letters)]
+                    break
+            else:
+                continue
+            break
+        shaped.append(char)
+    return "".join(shaped)
+
+
+def shown_pieces(password: str, shown: str, shown_for_same_shape: str) -> list[str]:
+    """Pieces of `password` (3+ characters, raw or %-encoded) that `shown` holds.
+
+    A piece counts when `shown` holds it more often, in any letter case, than
+    the text shown for `same_shape(password)`: what is left are our own words
+    and the parts of the URI that are not the password.
+    """
+    shown, baseline = shown.lower(), shown_for_same_shape.lower()
+    pieces = {
+        form[start:end].lower()
+        for form in (password, quote(password, safe=""))
+        for start in range(len(form))
+        for end in range(start + MIN_SHOWN_PIECE, len(form) + 1)
+    }
+    return sorted(p for p in pieces if shown.count(p) > baseline.count(p))
+
+
+#: The spec: no piece of the password of 3 or more characters appears.
+MIN_SHOWN_PIECE = 3
+
+# A mask glued to a letter or digit replaced part of a word.
+_MASK_INSIDE_A_WORD = re.compile(r"[^\W_]\*\*\*|\*\*\*[^\W_]")
+
+
+def assert_masked_by_position(password: str, shown: str, shown_for_same_shape: str) -> None:
+    assert not shown_pieces(password, shown, shown_for_same_shape), shown
+    assert not _MASK_INSIDE_A_WORD.search(shown), f"a mask inside a word: {shown!r}"
+
+
+@SETTINGS
+@given(template=templates, password=message_passwords, encoded=st.booleans())
+@example(template=URI_TEMPLATES[0], password="e@x", encoded=False)
+@example(template=URI_TEMPLATES[0], password="p@ss#word", encoded=False)
+@example(template=URI_TEMPLATES[4], password="S3cret#Pw", encoded=False)
+@example(template=URI_TEMPLATES[0], password="p%41ss", encoded=False)
+def test_mask_uri_and_explain_depend_on_the_password_only_where_it_is(template, password, encoded):
+    """What is printed for a password and for `same_shape(password)` is the same text.
+
+    Masking by position hides the password where it stands and nothing else,
+    so no letter of ours turns into stars. Before, ``ann:e@x@...`` gave
+    "cannot r***solv*** th*** host".
+    """
+    uri, twin = (written(template, pw, encoded) for pw in (password, same_shape(password)))
+    errors = [  # made afresh for each raise: a traceback grows with every raise
+        lambda: socket.gaierror(-2, "Name or service not known"),
+        lambda: ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 1)"),
+        lambda: _driver_error("InvalidPasswordError", 'password authentication failed for "a"'),
+        lambda: _driver_error("AuthenticationError", "invalid username-password pair"),
+        lambda: ValueError("Port could not be cast to integer value as 'x'"),
+    ]
+    assert mask_uri(uri) == mask_uri(twin)
+    lines = []
+    for error in errors:
+        for debug in (False, True):
+            shown, shown_for_twin = (printed(error(), text, debug) for text in (uri, twin))
+            assert shown == shown_for_twin
+            assert_masked_by_position(password, shown, shown_for_twin)
+            lines.append(shown)
+    for words in ("cannot resolve the host of", "rejected the login", "Fix the password"):
+        assert any(words in line for line in lines)
+
+
+def _driver_error(name: str, message: str) -> Exception:
+    """An exception named like a driver's (explain recognises drivers by class name)."""
+    return type(name, (Exception,), {})(message)
+
+
+def printed(error: Exception, uri: str, debug: bool) -> str:
+    """What the CLI prints (stderr) when reading `uri` fails with `error`."""
+
+    async def failing() -> None:
+        raise error
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(typer.Exit):
+        run(failing(), uri=uri, debug=debug)
+    return stderr.getvalue()
+
+
+REDIS_TEMPLATES = [t for t in URI_TEMPLATES if "redis" in t and "?password" not in t]
+
+
+@SETTINGS
+@given(template=st.sampled_from(REDIS_TEMPLATES), password=message_passwords)
+@example(template=URI_TEMPLATES[4], password="S3cret#Pw")
+@example(template="redis://u:p@{pw}/x@127.0.0.1:1/0", password="Secret")
+def test_a_driver_echo_of_a_misread_piece_is_masked_where_it_is_quoted(template, password):
+    """redis-py reads ":S3cret#Pw@h" as host "" and port "S3cret", and says so.
+
+    The piece is masked where the driver quotes it, and only there: the
+    driver's own words, even those the password shares, stay.
+    """
+    uri = written(template, password, encoded=False)
+    pieces = [p for p in re.split(r"[#?/@:\s&;=%]+", password) if len(p) >= MIN_SHOWN_PIECE]
+    for piece in pieces:
+        for echo in (f"as '{piece}'", f"connecting to {piece.lower()}:6379.", f'"{piece}@h:1"'):
+            text = f"Name or service not known, {echo} ({password} is not {uri})"
+            masked = mask_secrets(text, uri)
+            if any(char in password for char in "#/?"):  # redis-py's netloc ends early
+                assert piece.lower() not in mask_secrets(echo, uri).lower()
+            assert masked.startswith("Name or service not known, ")
+            assert not _MASK_INSIDE_A_WORD.search(masked), masked
