@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import create_session_service
-from adk_pairing.cli._common import explain, run
+from adk_pairing.cli._common import _MaskingFormatter, explain, run
 from adk_pairing.config import ConfigError, build_session_service, load_config
 from adk_pairing.factory import create_inner_session_service
 from adk_pairing.masking import mask_secrets, mask_uri
@@ -386,3 +386,31 @@ def test_a_driver_echo_of_a_misread_piece_is_masked_where_it_is_quoted(template,
                 assert piece.lower() not in mask_secrets(echo, uri).lower()
             assert masked.startswith("Name or service not known, ")
             assert not _MASK_INSIDE_A_WORD.search(masked), masked
+
+
+@SETTINGS
+@given(template=templates, password=message_passwords, encoded=st.booleans())
+@example(template=URI_TEMPLATES[0], password="p@ss#word", encoded=False)
+def test_the_config_repr_and_log_lines_depend_on_the_password_only_where_it_is(
+    template, password, encoded
+):
+    """The config's repr (URI or ``password:`` key) and the ``--debug`` log formatter."""
+    uri, twin = (plain(written(template, pw, encoded)) for pw in (password, same_shape(password)))
+    shown: dict[str, list[str]] = {uri: [], twin: []}
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory, "s.yaml")
+        for text, secret in ((uri, password), (twin, same_shape(password))):
+            for config in (
+                {"uri": "pairing+" + text},
+                {"uri": "pairing+postgresql+asyncpg://ann@127.0.0.1:1/x", "password": secret},
+            ):
+                path.write_text(yaml.safe_dump({"session_service": config}), encoding="utf-8")
+                shown[text].append(repr(load_config(path)))
+            record = logging.LogRecord(
+                "sqlalchemy.engine", logging.ERROR, __file__, 1,
+                "connect to %s failed (%r)", (text, text), None,
+            )  # fmt: skip
+            shown[text].append(_MaskingFormatter("%(message)s", text).format(record))
+    for line, twin_line in zip(shown[uri], shown[twin], strict=True):
+        assert line == twin_line
+        assert_masked_by_position(password, line, twin_line)
