@@ -68,8 +68,15 @@ _EMBEDDED_URI = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+.\-]*://[^\s'\"<>]+")
 # ('S3cret', "x") or a word holding URI punctuation (host:port, x@host).
 # Plain words of a message ("Name or service not known") are neither.
 _ECHO_SITE = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]*[:@/#?=%][^\s'\"]*")
-# Characters at which a driver may cut a password in pieces and echo one piece.
-_URI_DELIMITERS = re.compile(r"[#?/@:\s&;=%]+")
+# Characters at which a driver may cut a password in pieces and echo one piece:
+# every delimiter, the ones that end redis-py's netloc (whose port may then be
+# "1:X"), and SQLAlchemy's "@".
+_PIECE_CUTS = (
+    re.compile(r"[#?/@:\s&;=%]+"),
+    re.compile(r"[#?/]+"),
+    re.compile(r"@+"),
+    re.compile(r"[#?/@]+"),
+)
 #: Pieces of a password shorter than this are not looked for outside URIs:
 #: two letters say little, and they would be found in ordinary words.
 MIN_SECRET_FRAGMENT = 3
@@ -202,7 +209,8 @@ def _echo_pattern(uris: list[str]) -> re.Pattern[str] | None:
         for secret in _misread_secrets(inner_uri(uri)):
             for form in (secret, unquote(secret)):
                 pieces.add(form)
-                pieces.update(_URI_DELIMITERS.split(form))
+                for cut in _PIECE_CUTS:
+                    pieces.update(cut.split(form))
     pieces = {piece for piece in pieces if len(piece) >= MIN_SECRET_FRAGMENT}
     if not pieces:
         return None
