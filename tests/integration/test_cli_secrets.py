@@ -68,14 +68,22 @@ def test_cli_output_never_shows_the_password(template, password, encoded):
 
 # -- real servers: a failed login, masked by position, with the fix named ------
 
+import glob  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 import uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
 from urllib.parse import quote  # noqa: E402
 
 import pytest  # noqa: E402
 
 from adk_pairing import load_session_service  # noqa: E402
 from tests.adk_features import HAS_ADK_REDIS, requires  # noqa: E402
-from tests.conftest import PG_HOST, PG_PORT  # noqa: E402
+from tests.conftest import IN_CI  # noqa: E402
 from tests.unit.test_secrets_never_shown import (  # noqa: E402
     CUTTING,
     assert_masked_by_position,
@@ -171,41 +179,123 @@ def test_the_config_password_key_logs_in_to_redis_whatever_the_password_holds(
     assert asyncio.run(list_sessions()) == 0
 
 
-def test_a_postgres_login_rejected_with_a_percent_in_the_password_gets_the_hint(
-    postgres_database,
-):
-    """The local server trusts 127.0.0.1, so a role that does not exist is the failed login."""
-    role = f"nosuchrole_{uuid.uuid4().hex[:8]}"
-    uri = f"postgresql+asyncpg://{role}:{LITERAL_ESCAPE}@{PG_HOST}:{PG_PORT}/{postgres_database}"
+@pytest.fixture(scope="module")
+def password_postgres() -> Iterator[int]:
+    """A PostgreSQL server of this module's own that checks passwords; yields its port.
 
-    exit_code, line = scan_output(uri)
+    The shared test server trusts 127.0.0.1, so a wrong password cannot fail
+    there. This one is initialised with scram-sha-256 and `SERVER_PASSWORD`.
+    """
+    newest = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
+    initdb = shutil.which("initdb") or next(iter(newest), None)
+    if initdb is None:
+        message = "initdb (PostgreSQL's server binaries) is not installed"
+        if IN_CI:
+            pytest.fail(f"{message}; CI=true requires it")
+        pytest.skip(message)
+    pg_ctl = os.path.join(os.path.dirname(os.path.realpath(initdb)), "pg_ctl")
+    as_server = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    directory = tempfile.mkdtemp(prefix="adk_pairing_pw_")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    Path(directory, "pw").write_text(SERVER_PASSWORD + "\n")
+    if as_server:
+        shutil.chown(directory, "postgres")
+        shutil.chown(Path(directory, "pw"), "postgres")
+    data = os.path.join(directory, "data")
+    subprocess.run(
+        [*as_server, initdb, "-D", data, "-U", "postgres", "--auth=scram-sha-256",
+         f"--pwfile={directory}/pw", "-N"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    options = f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(
+        [*as_server, pg_ctl, "-D", data, "-o", options, "-w", "-l", f"{directory}/log", "start"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield port
+    finally:
+        subprocess.run([*as_server, pg_ctl, "-D", data, "-m", "immediate", "stop"], check=False,
+                       capture_output=True)  # fmt: skip
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+#: The private server's password: every character that cuts or changes a
+#: password in a URI, and a literal "%41".
+SERVER_PASSWORD = "p@ss#wo/rd?%41 :x"
+
+
+def postgres_uri(port: int, written_password: str) -> str:
+    return f"postgresql+asyncpg://postgres:{written_password}@127.0.0.1:{port}/postgres"
+
+
+def test_a_right_postgres_password_holding_a_percent_escape_gets_the_hint_to_write_25(
+    password_postgres,
+):
+    """Percent-encoded except its "%41", the right password is read with "A" and refused."""
+    written_password = quote(SERVER_PASSWORD, safe="%")
+    exit_code, line = scan_output(postgres_uri(password_postgres, written_password))
 
     assert exit_code == 2
-    assert f"postgresql+asyncpg://{role}:***@{PG_HOST}:{PG_PORT}/" in line
-    assert "rejected the login" in line
+    assert f"postgresql+asyncpg://postgres:***@127.0.0.1:{password_postgres}/postgres" in line
+    assert 'rejected the login: password authentication failed for user "postgres"' in line
     assert "percent-encode them: % as %25" in line
-    assert "41cd" not in line.lower()
+    # Written with "%25", it logs in: whatever the store lacks, the login is not it.
+    exit_code, line = scan_output(postgres_uri(password_postgres, quote(SERVER_PASSWORD, safe="")))
+    assert "rejected the login" not in line, line
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(password=message_passwords)
 @example(password="p@ss#word")
 @example(password="e@x")
-def test_a_rejected_postgres_login_shows_our_words_whole_and_no_piece_of_the_password(
-    postgres_database, password
+def test_a_wrong_postgres_password_shows_our_words_whole_and_no_piece_of_it(
+    password_postgres, password
 ):
-    role = f"nosuchrole_{uuid.uuid4().hex[:8]}"
-    shown = {}
-    for candidate in (password, same_shape(password)):
-        uri = f"postgresql+asyncpg://{role}:{candidate}@{PG_HOST}:{PG_PORT}/{postgres_database}"
+    """Real PostgreSQL checking passwords; the wrong one written raw and percent-encoded."""
+    for written_password in (password, quote(password, safe="")):
+        shown = {}
+        for candidate in (written_password, same_shape(written_password)):
+            for debug in (False, True):
+                exit_code, shown[candidate, debug] = scan_output(
+                    postgres_uri(password_postgres, candidate), debug
+                )
+                assert exit_code == 2, shown[candidate, debug]
         for debug in (False, True):
-            exit_code, shown[candidate, debug] = scan_output(uri, debug)
-            assert exit_code == 2, shown[candidate, debug]
-    for debug in (False, True):
-        assert_masked_by_position(
-            password, shown[password, debug], shown[same_shape(password), debug]
-        )
-    assert shown[password, False].startswith("error: ")
+            assert_masked_by_position(
+                password, shown[written_password, debug], shown[same_shape(written_password), debug]
+            )
+        line = shown[written_password, False]
+        assert line.startswith("error: ") and line.count("\n") == 1, line
+        if written_password != password:  # read as written: the server refuses it
+            assert "password authentication failed" in line, line
+            assert "Fix the user name or password in the URI." in line
+
+
+def test_the_config_password_key_logs_in_to_postgres_whatever_the_password_holds(
+    password_postgres, tmp_path
+):
+    import asyncio
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "session_service:\n"
+        f"  uri: pairing+postgresql+asyncpg://postgres@127.0.0.1:{password_postgres}/postgres\n"
+        "  password: ${DB_PASSWORD}\n"
+    )
+
+    async def list_sessions() -> int:
+        service = load_session_service(path, environ={"DB_PASSWORD": SERVER_PASSWORD})
+        try:
+            listed = await service.list_sessions(app_name="shop", user_id="alice")
+        finally:
+            await service.close()
+        return len(listed.sessions)
+
+    assert asyncio.run(list_sessions()) == 0
 
 
 def test_readme_config_with_a_raw_password_fails_and_with_the_password_key_works(
