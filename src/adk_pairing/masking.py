@@ -15,7 +15,7 @@ One case is not a URI: a driver that misreads a password holding an unescaped
 ``#``, ``?``, ``/``, ``@`` or space quotes a piece of it as something else
 (redis-py: ``Port could not be cast to integer value as 'S3cret'``). For such
 URIs only, and only where other libraries' text quotes what a driver read,
-the pieces of the password are masked as whole words (see `_echo_pattern`).
+the pieces of the password are masked as whole words (see `_echo_patterns`).
 """
 
 from __future__ import annotations
@@ -63,16 +63,22 @@ _SECRET_SETTING = re.compile(
     re.IGNORECASE,
 )
 # URI-looking substrings inside free text (error messages from other libraries).
-_EMBEDDED_URI = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+.\-]*://[^\s'\"<>]+")
+# A URI in quotes ends at the same quote (drivers quote URLs they render, and
+# a password may hold a space or the other quote); one not in quotes, at a space.
+_URI_START = r"[A-Za-z0-9_][A-Za-z0-9_+.\-]*://"
+_EMBEDDED_URI = re.compile(
+    rf"(?<=')(?:{_URI_START}[^'\n<>]+)|(?<=\")(?:{_URI_START}[^\"\n<>]+)"
+    rf"|{_URI_START}[^\s<>]+"
+)
 # Where a driver quotes what it read out of a URI: a quoted value
 # ('S3cret', "x") or a word holding URI punctuation (host:port, x@host).
 # Plain words of a message ("Name or service not known") are neither.
 _ECHO_SITE = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]*[:@/#?=%][^\s'\"]*")
 # Characters at which a driver may cut a password in pieces and echo one piece:
-# every delimiter, the ones that end redis-py's netloc (whose port may then be
-# "1:X"), and SQLAlchemy's "@".
+# every delimiter and quote (a quote ends a URI in a message), the ones that
+# end redis-py's netloc (whose port may then be "1:X"), and SQLAlchemy's "@".
 _PIECE_CUTS = (
-    re.compile(r"[#?/@:\s&;=%]+"),
+    re.compile(r"[#?/@:\s&;=%'\"]+"),
     re.compile(r"[#?/]+"),
     re.compile(r"@+"),
     re.compile(r"[#?/@]+"),
@@ -144,44 +150,50 @@ def mask_secrets(text: str, *uris: str | None, embedded: bool = True) -> str:
     a URI for the eye. With ``embedded=True`` (text from other libraries) every
     other URI in `text` is masked too, as are ``password=...`` settings
     outside URIs and the pieces of a password that a driver misread and echoed
-    (`_echo_pattern`). ``embedded=False`` is for text of our own: only `uris`
+    (`_echo_patterns`). ``embedded=False`` is for text of our own: only `uris`
     are masked, so our example URIs and our words stay as written.
     """
     known = [uri for uri in uris if uri]
-    echoes = _echo_pattern(known) if embedded else None
+    whole, echoes = _echo_patterns(known) if embedded else (None, None)
+    if whole is not None:
+        text = whole.sub(_MASK, text)
     pieces: list[str] = []
     position = 0
-    for start, end in _uri_occurrences(text, known, embedded=embedded):
+    for start, end, is_known in _uri_occurrences(text, known, embedded=embedded):
         pieces.append(_mask_outside_uris(text[position:start], echoes, embedded))
-        pieces.append(mask_uri(text[start:end]))
+        masked = mask_uri(text[start:end])
+        # A driver's rendering of a URI it misread (SQLAlchemy's repr shows
+        # "user:***@ss#word@host") may hold a piece as its host or path.
+        pieces.append(masked if is_known or echoes is None else echoes.sub(_MASK, masked))
         position = end
     pieces.append(_mask_outside_uris(text[position:], echoes, embedded))
     return "".join(pieces)
 
 
-def _uri_occurrences(text: str, uris: list[str], *, embedded: bool) -> list[tuple[int, int]]:
-    """Spans of `text` that are URIs: the known ones whole, then any others."""
+def _uri_occurrences(text: str, uris: list[str], *, embedded: bool) -> list[tuple[int, int, bool]]:
+    """Spans of `text` that are URIs, and whether each is one of `uris`: those
+    are found whole, then any others."""
     forms = sorted(
         {form for uri in uris for form in (uri, inner_uri(uri), PAIRING_PREFIX + inner_uri(uri))},
         key=len,
         reverse=True,
     )
-    found: list[tuple[int, int]] = []
+    found: list[tuple[int, int, bool]] = []
     for form in forms:
         start = text.find(form)
         while start >= 0:
             if not _overlaps(found, start, start + len(form)):
-                found.append((start, start + len(form)))
+                found.append((start, start + len(form), True))
             start = text.find(form, start + 1)
     if embedded:
         for match in _EMBEDDED_URI.finditer(text):
             if not _overlaps(found, *match.span()):
-                found.append(match.span())
+                found.append((*match.span(), False))
     return sorted(found)
 
 
-def _overlaps(spans: Iterable[tuple[int, int]], start: int, end: int) -> bool:
-    return any(start < other_end and other_start < end for other_start, other_end in spans)
+def _overlaps(spans: Iterable[tuple[int, int, bool]], start: int, end: int) -> bool:
+    return any(start < other_end and other_start < end for other_start, other_end, _ in spans)
 
 
 def _mask_outside_uris(text: str, echoes: re.Pattern[str] | None, embedded: bool) -> str:
@@ -193,28 +205,36 @@ def _mask_outside_uris(text: str, echoes: re.Pattern[str] | None, embedded: bool
     return _ECHO_SITE.sub(lambda site: echoes.sub(_MASK, site.group(0)), text)
 
 
-def _echo_pattern(uris: list[str]) -> re.Pattern[str] | None:
-    """Whole-word pieces of the secrets that a driver misreads in `uris`.
+def _echo_patterns(uris: list[str]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The secrets that a driver misreads in `uris`, whole and in pieces (whole words).
 
     A driver echoes only what it read as something other than a password (a
     host, a port, a database name), and it reads those only where an
-    unescaped delimiter cut the password short. So pieces are looked for
-    only for those URIs, only where a driver quotes what it read
-    (`_ECHO_SITE`), only as whole words (a piece "word" never masks part of
-    "password"), in any letter case (hosts come back lowercased), and only
-    from `MIN_SECRET_FRAGMENT` characters on.
+    unescaped delimiter cut the password short. So these are looked for only
+    for those URIs, only as whole words (a piece "word" never masks part of
+    "password"), in any letter case (hosts come back lowercased), and from
+    `MIN_SECRET_FRAGMENT` characters on. A whole secret holds the delimiter
+    that made it misread, so it is looked for anywhere (a driver renders
+    "user:***@00 00@/x" outside quotes); a piece only where a driver quotes
+    what it read (`_ECHO_SITE`), since a piece may be an ordinary word.
     """
+    whole: set[str] = set()
     pieces: set[str] = set()
     for uri in uris:
         for secret in _misread_secrets(inner_uri(uri)):
             for form in (secret, unquote(secret)):
-                pieces.add(form)
+                whole.add(form)
                 for cut in _PIECE_CUTS:
                     pieces.update(cut.split(form))
-    pieces = {piece for piece in pieces if len(piece) >= MIN_SECRET_FRAGMENT}
-    if not pieces:
+    return _words(whole), _words(pieces | whole)
+
+
+def _words(texts: set[str]) -> re.Pattern[str] | None:
+    """A pattern finding any of `texts` long enough to look for, as whole words."""
+    kept = sorted((t for t in texts if len(t) >= MIN_SECRET_FRAGMENT), key=len, reverse=True)
+    if not kept:
         return None
-    alternatives = "|".join(re.escape(piece) for piece in sorted(pieces, key=len, reverse=True))
+    alternatives = "|".join(re.escape(text) for text in kept)
     return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
 
 

@@ -289,7 +289,8 @@ def shown_pieces(password: str, shown: str, shown_for_same_shape: str) -> list[s
 
     A piece counts when `shown` holds it more often, in any letter case, than
     the text shown for `same_shape(password)`: what is left are our own words
-    and the parts of the URI that are not the password.
+    and the parts of the URI that are not the password. A piece must hold 3
+    characters other than URI delimiters: "@1X" says two, as "1X" does.
     """
     shown, baseline = shown.lower(), shown_for_same_shape.lower()
     pieces = {
@@ -298,7 +299,15 @@ def shown_pieces(password: str, shown: str, shown_for_same_shape: str) -> list[s
         for start in range(len(form))
         for end in range(start + MIN_SHOWN_PIECE, len(form) + 1)
     }
-    return sorted(p for p in pieces if shown.count(p) > baseline.count(p))
+    return sorted(
+        p
+        for p in pieces
+        if len(_DELIMITERS_AND_SPACE.sub("", p)) >= MIN_SHOWN_PIECE
+        and shown.count(p) > baseline.count(p)
+    )
+
+
+_DELIMITERS_AND_SPACE = re.compile(r"[#?/@:&;=\s]")
 
 
 #: The spec: no piece of the password of 3 or more characters appears.
@@ -414,3 +423,41 @@ def test_the_config_repr_and_log_lines_depend_on_the_password_only_where_it_is(
     for line, twin_line in zip(shown[uri], shown[twin], strict=True):
         assert line == twin_line
         assert_masked_by_position(password, line, twin_line)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # libpq's key=value connection strings, keyword and dict reprs.
+        ("host=db password=S3cretPw dbname=x", "host=db password=*** dbname=x"),
+        ("connect(host='db', password='S3 cret')", "connect(host='db', password=***)"),
+        ("{'user': 'ann', 'password': 'S3cretPw'}", "{'user': 'ann', 'password': ***}"),
+        # Our words and a driver's own are not settings.
+        (
+            'password authentication failed for user "ann"',
+            'password authentication failed for user "ann"',
+        ),
+    ],
+)
+def test_password_settings_in_other_libraries_text_are_masked_by_their_key(text, expected):
+    assert mask_secrets(text) == expected
+
+
+@SETTINGS
+@given(template=templates, password=message_passwords, encoded=st.booleans())
+@example(template=URI_TEMPLATES[0], password="p@ss#word", encoded=False)
+@example(template=URI_TEMPLATES[6], password="1@Xyz", encoded=False)
+def test_urls_as_drivers_and_adk_quote_them_are_masked_by_position(template, password, encoded):
+    """SQLAlchemy's repr ("ann:***@ss#word@host": it masks up to the first "@"), and
+    google-adk 1.20's and 2.6's "Invalid database URL format or argument '<the URI>'"."""
+    from sqlalchemy.engine import make_url
+
+    shown = []
+    for candidate in (password, same_shape(password)):
+        uri = written(template, candidate, encoded)
+        quoted = [f"Invalid database URL format or argument '{plain(uri)}'."]
+        with contextlib.suppress(Exception):
+            quoted.append(f"engine for {make_url(plain(uri))!r} failed")
+        shown.append("\n".join(mask_secrets(text, uri) for text in quoted))
+    # Not equal: SQLAlchemy may show a piece shorter than 3 as the host ("***@X").
+    assert_masked_by_position(password, *shown)
