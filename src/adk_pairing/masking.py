@@ -14,8 +14,9 @@ password holds.
 One case is not a URI: a driver that misreads a password holding an unescaped
 ``#``, ``?``, ``/``, ``@`` or space quotes a piece of it as something else
 (redis-py: ``Port could not be cast to integer value as 'S3cret'``). For such
-URIs only, and only where other libraries' text quotes what a driver read,
-the pieces of the password are masked as whole words (see `_echo_patterns`).
+URIs only, and only in other libraries' text, the password is masked where it
+stands whole, and its pieces where a driver quotes what it read, both as
+whole words (see `_echo_patterns`).
 """
 
 from __future__ import annotations

@@ -68,6 +68,7 @@ def test_cli_output_never_shows_the_password(template, password, encoded):
 
 # -- real servers: a failed login, masked by position, with the fix named ------
 
+import asyncio  # noqa: E402
 import glob  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
@@ -75,7 +76,7 @@ import socket  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import uuid  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from urllib.parse import quote  # noqa: E402
 
@@ -112,9 +113,46 @@ def redis_login(redis_url):
         client.close()
 
 
+def sessions_listed(path: Path, environ: dict[str, str]) -> int:
+    """How many sessions of app "shop", user "alice" the service `path` configures lists."""
+
+    async def count() -> int:
+        service = load_session_service(path, environ=environ)
+        try:
+            listed = await service.list_sessions(app_name="shop", user_id="alice")
+        finally:
+            await service.close()
+        return len(listed.sessions)
+
+    return asyncio.run(count())
+
+
 def scan_output(uri: str, debug: bool = False) -> tuple[int, str]:
     result = runner.invoke(app, ["scan", uri, "--app", "shop"] + (["--debug"] if debug else []))
     return result.exit_code, result.output
+
+
+def failed_login_lines(password: str, uri_for: Callable[[str], str]) -> dict[str, str]:
+    """The CLI's one-line error for `password` written raw and %-encoded, each checked.
+
+    Every run exits 2, prints one line (and with ``--debug`` a traceback),
+    and shows no piece of the password that the run for `same_shape` of it
+    does not show too.
+    """
+    lines = {}
+    for written_password in (password, quote(password, safe="")):
+        shown = {}
+        for candidate in (written_password, same_shape(written_password)):
+            for debug in (False, True):
+                exit_code, shown[candidate, debug] = scan_output(uri_for(candidate), debug)
+                assert exit_code == 2, shown[candidate, debug]
+        for debug in (False, True):
+            assert_masked_by_position(
+                password, shown[written_password, debug], shown[same_shape(written_password), debug]
+            )
+        line = lines[written_password] = shown[written_password, False]
+        assert line.startswith("error: ") and line.count("\n") == 1, line
+    return lines
 
 
 @needs_adk_redis
@@ -125,19 +163,8 @@ def scan_output(uri: str, debug: bool = False) -> tuple[int, str]:
 @example(password="1:X?")  # redis-py's port '1:X' was shown
 def test_a_wrong_redis_password_shows_our_words_whole_and_no_piece_of_it(redis_login, password):
     """Real Redis, a real ACL user, a wrong password written raw and percent-encoded."""
-    for written_password in (password, quote(password, safe="")):
-        shown = {}
-        for candidate in (written_password, same_shape(written_password)):
-            uri = f"redis://{redis_login}:{candidate}@127.0.0.1:6379/0"
-            for debug in (False, True):
-                exit_code, shown[candidate, debug] = scan_output(uri, debug)
-                assert exit_code == 2, shown[candidate, debug]
-        for debug in (False, True):
-            assert_masked_by_position(
-                password, shown[written_password, debug], shown[same_shape(written_password), debug]
-            )
-        line = shown[written_password, False]
-        assert line.startswith("error: ") and line.count("\n") == 1, line
+    lines = failed_login_lines(password, lambda pw: f"redis://{redis_login}:{pw}@127.0.0.1:6379/0")
+    for written_password, line in lines.items():
         if written_password != password or not any(char in password for char in CUTTING):
             assert f"redis://{redis_login}:***@127.0.0.1:6379/0 rejected the login" in line
             assert "Fix the password in the URI." in line
@@ -158,8 +185,6 @@ def test_a_right_redis_password_holding_a_percent_escape_gets_the_hint_to_write_
 def test_the_config_password_key_logs_in_to_redis_whatever_the_password_holds(
     redis_login, tmp_path, unique_prefix
 ):
-    import asyncio
-
     path = tmp_path / "s.yaml"
     path.write_text(
         "session_service:\n"
@@ -168,15 +193,7 @@ def test_the_config_password_key_logs_in_to_redis_whatever_the_password_holds(
         f"  engine: {{key_prefix: '{unique_prefix}'}}\n"
     )
 
-    async def list_sessions() -> int:
-        service = load_session_service(path, environ={"REDIS_PASSWORD": LITERAL_ESCAPE})
-        try:
-            listed = await service.list_sessions(app_name="shop", user_id="alice")
-        finally:
-            await service.close()
-        return len(listed.sessions)
-
-    assert asyncio.run(list_sessions()) == 0
+    assert sessions_listed(path, {"REDIS_PASSWORD": LITERAL_ESCAPE}) == 0
 
 
 @pytest.fixture(scope="module")
@@ -256,20 +273,8 @@ def test_a_wrong_postgres_password_shows_our_words_whole_and_no_piece_of_it(
     password_postgres, password
 ):
     """Real PostgreSQL checking passwords; the wrong one written raw and percent-encoded."""
-    for written_password in (password, quote(password, safe="")):
-        shown = {}
-        for candidate in (written_password, same_shape(written_password)):
-            for debug in (False, True):
-                exit_code, shown[candidate, debug] = scan_output(
-                    postgres_uri(password_postgres, candidate), debug
-                )
-                assert exit_code == 2, shown[candidate, debug]
-        for debug in (False, True):
-            assert_masked_by_position(
-                password, shown[written_password, debug], shown[same_shape(written_password), debug]
-            )
-        line = shown[written_password, False]
-        assert line.startswith("error: ") and line.count("\n") == 1, line
+    lines = failed_login_lines(password, lambda pw: postgres_uri(password_postgres, pw))
+    for written_password, line in lines.items():
         if written_password != password:  # read as written: the server refuses it
             assert "password authentication failed" in line, line
             assert "Fix the user name or password in the URI." in line
@@ -278,8 +283,6 @@ def test_a_wrong_postgres_password_shows_our_words_whole_and_no_piece_of_it(
 def test_the_config_password_key_logs_in_to_postgres_whatever_the_password_holds(
     password_postgres, tmp_path
 ):
-    import asyncio
-
     path = tmp_path / "s.yaml"
     path.write_text(
         "session_service:\n"
@@ -287,23 +290,13 @@ def test_the_config_password_key_logs_in_to_postgres_whatever_the_password_holds
         "  password: ${DB_PASSWORD}\n"
     )
 
-    async def list_sessions() -> int:
-        service = load_session_service(path, environ={"DB_PASSWORD": SERVER_PASSWORD})
-        try:
-            listed = await service.list_sessions(app_name="shop", user_id="alice")
-        finally:
-            await service.close()
-        return len(listed.sessions)
-
-    assert asyncio.run(list_sessions()) == 0
+    assert sessions_listed(path, {"DB_PASSWORD": SERVER_PASSWORD}) == 0
 
 
 def test_readme_config_with_a_raw_password_fails_and_with_the_password_key_works(
     postgres_url, tmp_path
 ):
     """README's ``DB_PASSWORD='p@ss#word'`` in the URI failed with socket.gaierror."""
-    import asyncio
-
     user_and_rest = postgres_url.split("://", 1)[1]
     user, rest = user_and_rest.split("@", 1)
     environ = {"DB_PASSWORD": "p@ss#word"}
@@ -311,16 +304,7 @@ def test_readme_config_with_a_raw_password_fails_and_with_the_password_key_works
     def sessions(config: str) -> int:
         path = tmp_path / "s.yaml"
         path.write_text(config)
-
-        async def count() -> int:
-            service = load_session_service(path, environ=environ)
-            try:
-                listed = await service.list_sessions(app_name="shop", user_id="alice")
-            finally:
-                await service.close()
-            return len(listed.sessions)
-
-        return asyncio.run(count())
+        return sessions_listed(path, environ)
 
     raw = f"session_service:\n  uri: pairing+postgresql+asyncpg://{user}:${{DB_PASSWORD}}@{rest}\n"
     with pytest.raises(OSError):  # socket.gaierror: "ss#word@127.0.0.1" is no host
