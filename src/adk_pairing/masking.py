@@ -22,9 +22,9 @@ whole words (see `_echo_patterns`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from .uris import PAIRING_PREFIX, inner_uri
 
@@ -83,6 +83,7 @@ _PIECE_CUTS = (
     re.compile(r"[#?/]+"),
     re.compile(r"@+"),
     re.compile(r"[#?/@]+"),
+    re.compile(r"[#?/@\s]+"),
 )
 #: Pieces of a password shorter than this are not looked for outside URIs:
 #: two letters say little, and they would be found in ordinary words.
@@ -156,50 +157,54 @@ def mask_secrets(text: str, *uris: str | None, embedded: bool = True) -> str:
     """
     known = [uri for uri in uris if uri]
     whole, echoes = _echo_patterns(known) if embedded else (None, None)
-    if whole is not None:
-        text = whole.sub(_MASK, text)
-    pieces: list[str] = []
+    parts: list[str] = []
     position = 0
-    for start, end, is_known in _uri_occurrences(text, known, embedded=embedded):
-        pieces.append(_mask_outside_uris(text[position:start], echoes, embedded))
-        masked = mask_uri(text[start:end])
-        # A driver's rendering of a URI it misread (SQLAlchemy's repr shows
-        # "user:***@ss#word@host") may hold a piece as its host or path.
-        pieces.append(masked if is_known or echoes is None else echoes.sub(_MASK, masked))
+    for start, end in _occurrences(text, known):
+        parts.append(_mask_foreign(text[position:start], whole, echoes, embedded))
+        parts.append(mask_uri(text[start:end]))
         position = end
-    pieces.append(_mask_outside_uris(text[position:], echoes, embedded))
-    return "".join(pieces)
+    parts.append(_mask_foreign(text[position:], whole, echoes, embedded))
+    return "".join(parts)
 
 
-def _uri_occurrences(text: str, uris: list[str], *, embedded: bool) -> list[tuple[int, int, bool]]:
-    """Spans of `text` that are URIs, and whether each is one of `uris`: those
-    are found whole, then any others."""
-    forms = sorted(
-        {form for uri in uris for form in (uri, inner_uri(uri), PAIRING_PREFIX + inner_uri(uri))},
-        key=len,
-        reverse=True,
-    )
-    found: list[tuple[int, int, bool]] = []
-    for form in forms:
+def _occurrences(text: str, uris: list[str]) -> list[tuple[int, int]]:
+    """Spans of `text` that are one of `uris` (or its other form, with or without ``pairing+``)."""
+    forms = {
+        form for uri in uris for form in (uri, inner_uri(uri), PAIRING_PREFIX + inner_uri(uri))
+    }
+    found: list[tuple[int, int]] = []
+    for form in sorted(forms, key=len, reverse=True):
         start = text.find(form)
         while start >= 0:
-            if not _overlaps(found, start, start + len(form)):
-                found.append((start, start + len(form), True))
+            end = start + len(form)
+            if not any(start < other_end and other_start < end for other_start, other_end in found):
+                found.append((start, end))
             start = text.find(form, start + 1)
-    if embedded:
-        for match in _EMBEDDED_URI.finditer(text):
-            if not _overlaps(found, *match.span()):
-                found.append((*match.span(), False))
     return sorted(found)
 
 
-def _overlaps(spans: Iterable[tuple[int, int, bool]], start: int, end: int) -> bool:
-    return any(start < other_end and other_start < end for other_start, other_end, _ in spans)
-
-
-def _mask_outside_uris(text: str, echoes: re.Pattern[str] | None, embedded: bool) -> str:
+def _mask_foreign(
+    text: str, whole: re.Pattern[str] | None, echoes: re.Pattern[str] | None, embedded: bool
+) -> str:
+    """Other libraries' `text` (no known URI in it) with its URIs and secrets masked."""
     if not embedded or not text:
         return text
+    if whole is not None:
+        text = whole.sub(_MASK, text)
+    parts: list[str] = []
+    position = 0
+    for match in _EMBEDDED_URI.finditer(text):
+        parts.append(_mask_outside_uris(text[position : match.start()], echoes))
+        masked = mask_uri(match.group(0))
+        # A driver's rendering of a URI it misread (SQLAlchemy's repr shows
+        # "user:***@ss#word@host") may hold a piece as its host or path.
+        parts.append(echoes.sub(_MASK, masked) if echoes is not None else masked)
+        position = match.end()
+    parts.append(_mask_outside_uris(text[position:], echoes))
+    return "".join(parts)
+
+
+def _mask_outside_uris(text: str, echoes: re.Pattern[str] | None) -> str:
     text = _SECRET_SETTING.sub(lambda m: m["key"] + _MASK, text)
     if echoes is None:
         return text
@@ -227,6 +232,11 @@ def _echo_patterns(uris: list[str]) -> tuple[re.Pattern[str] | None, re.Pattern[
                 whole.add(form)
                 for cut in _PIECE_CUTS:
                     pieces.update(cut.split(form))
+    # SQLAlchemy renders a misread database name percent-encoded ("11%3AX").
+    pieces |= {quote(piece, safe=safe) for piece in pieces for safe in ("", "/", " +")}
+    # A piece holding a delimiter or a space ("11 X" of "1@11 X") is no
+    # ordinary word either, and a driver renders it unquoted as a host.
+    whole |= {piece for piece in pieces if _PIECE_CUTS[0].search(piece)}
     return _words(whole), _words(pieces | whole)
 
 

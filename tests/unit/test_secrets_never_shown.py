@@ -293,21 +293,20 @@ def shown_pieces(password: str, shown: str, shown_for_same_shape: str) -> list[s
     characters other than URI delimiters: "@1X" says two, as "1X" does.
     """
     shown, baseline = shown.lower(), shown_for_same_shape.lower()
-    pieces = {
-        form[start:end].lower()
-        for form in (password, quote(password, safe=""))
-        for start in range(len(form))
-        for end in range(start + MIN_SHOWN_PIECE, len(form) + 1)
-    }
-    return sorted(
-        p
-        for p in pieces
-        if len(_DELIMITERS_AND_SPACE.sub("", p)) >= MIN_SHOWN_PIECE
-        and shown.count(p) > baseline.count(p)
-    )
+    pieces = set()
+    for form in (password, quote(password, safe="")):
+        # Which characters of `form` say something: not delimiters, not %XX escapes.
+        telling = [not _DELIMITERS_AND_SPACE.fullmatch(char) for char in form]
+        for escape in re.finditer(r"%[0-9A-Fa-f]{2}", form if form != password else ""):
+            telling[escape.start() : escape.end()] = [False] * 3
+        for start in range(len(form)):
+            for end in range(start + MIN_SHOWN_PIECE, len(form) + 1):
+                if sum(telling[start:end]) >= MIN_SHOWN_PIECE:
+                    pieces.add(form[start:end].lower())
+    return sorted(p for p in pieces if shown.count(p) > baseline.count(p))
 
 
-_DELIMITERS_AND_SPACE = re.compile(r"[#?/@:&;=\s]")
+_DELIMITERS_AND_SPACE = re.compile(r"[#?/@:&;=%\s]")
 
 
 #: The spec: no piece of the password of 3 or more characters appears.
@@ -447,6 +446,7 @@ def test_password_settings_in_other_libraries_text_are_masked_by_their_key(text,
 @given(template=templates, password=message_passwords, encoded=st.booleans())
 @example(template=URI_TEMPLATES[0], password="p@ss#word", encoded=False)
 @example(template=URI_TEMPLATES[6], password="1@Xyz", encoded=False)
+@example(template=URI_TEMPLATES[0], password="1@11 X", encoded=False)
 def test_urls_as_drivers_and_adk_quote_them_are_masked_by_position(template, password, encoded):
     """SQLAlchemy's repr ("ann:***@ss#word@host": it masks up to the first "@"), and
     google-adk 1.20's and 2.6's "Invalid database URL format or argument '<the URI>'"."""
