@@ -71,6 +71,8 @@ _EMBEDDED_URI = re.compile(
     rf"(?<=')(?:{_URI_START}[^'\n<>]+)|(?<=\")(?:{_URI_START}[^\"\n<>]+)"
     rf"|{_URI_START}[^\s<>]+"
 )
+# A character that would carry a URI's last value on.
+_URI_CONTINUES = re.compile(r"[A-Za-z0-9%_~+\-]")
 # Where a driver quotes what it read out of a URI: a quoted value
 # ('S3cret', "x") or a word holding URI punctuation (host:port, x@host).
 # Plain words of a message ("Name or service not known") are neither.
@@ -177,7 +179,11 @@ def _occurrences(text: str, uris: list[str]) -> list[tuple[int, int]]:
         start = text.find(form)
         while start >= 0:
             end = start + len(form)
-            if not any(start < other_end and other_start < end for other_start, other_end in found):
+            # Followed by more of a URI ("1X%" of "...password=1X%25"), it is
+            # the start of another URI: the embedded-URI rule masks that one.
+            continued = end < len(text) and _URI_CONTINUES.match(text, end) is not None
+            overlapping = any(start < b and a < end for a, b in found)
+            if not continued and not overlapping:
                 found.append((start, end))
             start = text.find(form, start + 1)
     return sorted(found)
@@ -246,7 +252,10 @@ def _words(texts: set[str]) -> re.Pattern[str] | None:
     if not kept:
         return None
     alternatives = "|".join(re.escape(text) for text in kept)
-    return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+    # A word may also start right after a %XX escape ("%2311X": "#" then "11X").
+    return re.compile(
+        rf"(?:(?<=%[0-9A-Fa-f]{{2}})|(?<![^\W_]))(?:{alternatives})(?![^\W_])", re.IGNORECASE
+    )
 
 
 def _misread_secrets(uri: str) -> Iterator[str]:

@@ -312,8 +312,9 @@ _DELIMITERS_AND_SPACE = re.compile(r"[#?/@:&;=%\s]")
 #: The spec: no piece of the password of 3 or more characters appears.
 MIN_SHOWN_PIECE = 3
 
-# A mask glued to a letter or digit replaced part of a word.
-_MASK_INSIDE_A_WORD = re.compile(r"[^\W_]\*\*\*|\*\*\*[^\W_]")
+# A mask glued to a letter or digit replaced part of a word (after a %XX
+# escape it did not: "%23***" is "#" and a masked piece).
+_MASK_INSIDE_A_WORD = re.compile(r"(?<!%[0-9A-Fa-f])[^\W_]\*\*\*|\*\*\*[^\W_]")
 
 
 def assert_masked_by_position(password: str, shown: str, shown_for_same_shape: str) -> None:
@@ -447,6 +448,8 @@ def test_password_settings_in_other_libraries_text_are_masked_by_their_key(text,
 @example(template=URI_TEMPLATES[0], password="p@ss#word", encoded=False)
 @example(template=URI_TEMPLATES[6], password="1@Xyz", encoded=False)
 @example(template=URI_TEMPLATES[0], password="1@11 X", encoded=False)
+@example(template=URI_TEMPLATES[6], password="1X%", encoded=False)  # rendered "1X%25"
+@example(template=URI_TEMPLATES[0], password="@/#11X?", encoded=False)  # rendered "/%2311X"
 def test_urls_as_drivers_and_adk_quote_them_are_masked_by_position(template, password, encoded):
     """SQLAlchemy's repr ("ann:***@ss#word@host": it masks up to the first "@"), and
     google-adk 1.20's and 2.6's "Invalid database URL format or argument '<the URI>'"."""
