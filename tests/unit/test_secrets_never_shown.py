@@ -379,6 +379,7 @@ REDIS_TEMPLATES = [t for t in URI_TEMPLATES if "redis" in t and "?password" not 
 @given(template=st.sampled_from(REDIS_TEMPLATES), password=message_passwords)
 @example(template=URI_TEMPLATES[4], password="S3cret#Pw")
 @example(template="redis://u:p@{pw}/x@127.0.0.1:1/0", password="Secret")
+@example(template=URI_TEMPLATES[4], password="con/")
 def test_a_driver_echo_of_a_misread_piece_is_masked_where_it_is_quoted(template, password):
     """redis-py reads ":S3cret#Pw@h" as host "" and port "S3cret", and says so.
 
@@ -392,7 +393,9 @@ def test_a_driver_echo_of_a_misread_piece_is_masked_where_it_is_quoted(template,
             text = f"Name or service not known, {echo} ({password} is not {uri})"
             masked = mask_secrets(text, uri)
             if any(char in password for char in "#/?"):  # redis-py's netloc ends early
-                assert piece.lower() not in mask_secrets(echo, uri).lower()
+                # Only the driver's own words are left ("con" of "connecting" is not the host).
+                shown = mask_secrets(echo, uri).removeprefix("connecting to ").removeprefix("as ")
+                assert piece.lower() not in shown.lower()
             assert masked.startswith("Name or service not known, ")
             assert not _MASK_INSIDE_A_WORD.search(masked), masked
 
