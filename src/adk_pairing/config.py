@@ -4,7 +4,8 @@ The file names one store and, optionally, the decorator's options and the
 inner service's options::
 
     session_service:
-      uri: pairing+postgresql+asyncpg://${DB_USER}:${DB_PASSWORD}@db:5432/agents
+      uri: pairing+postgresql+asyncpg://${DB_USER}@db:5432/agents
+      password: ${DB_PASSWORD}      # optional: sent as written, whatever it holds
       pairing:                      # optional
         missing_text: "..."
         pending_text: "..."
@@ -16,6 +17,10 @@ Rules, chosen so a mistake is caught at start-up rather than in production:
 * ``${VAR}`` and ``${VAR:-default}`` in string values expand from the
   environment; ``$${`` stands for a literal ``${``. An unset variable without
   a default is an error naming the variable, the key and the file.
+* ``password`` goes into the URI percent-encoded, so a password holding
+  ``@``, ``#``, ``/``, ``?``, ``%`` or a space is sent as written. A value
+  expanded inside ``uri`` is inserted as is, and must be percent-encoded
+  already (``p%40ss%23word``), as in any URI.
 * Unknown keys and wrong types are errors naming the file, the key path and
   what is allowed.
 * The URI must say ``pairing+`` -- or, for a plain inner URI, the file must
@@ -40,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
 from .factory import create_inner_session_service
 from .masking import mask_secrets, mask_uri
-from .uris import PAIRING_PREFIX, inner_uri, is_pairing_uri
+from .uris import PAIRING_PREFIX, inner_uri, is_pairing_uri, with_password
 
 if TYPE_CHECKING:
     from .service import PairingSessionService
@@ -78,6 +83,7 @@ class SessionServiceBlock(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     uri: str
+    password: str | None = None
     pairing: PairingBlock | None = None
     engine: dict[str, Any] | None = None
 
@@ -219,6 +225,9 @@ _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
 _EXPECTED = {
     "session_service": "a table/mapping with keys: " + _allowed_keys(SessionServiceBlock),
     "session_service.uri": "a string (e.g. pairing+postgresql+asyncpg://user@host:5432/db)",
+    "session_service.password": (
+        "a string, the password as is (percent-encoded into the URI by the loader)"
+    ),
     "session_service.pairing": (
         "a table/mapping with keys: " + _allowed_keys(PairingBlock) + " (may be empty)"
     ),
@@ -288,20 +297,30 @@ def load_config(
         raise ConfigError(file_path, "; ".join(problems)) from None
 
     block = config.session_service
+    uri = block.uri
+    if block.password is not None:
+        try:
+            uri = with_password(block.uri, block.password)
+        except ValueError as error:
+            raise ConfigError(
+                file_path,
+                f"session_service.password: {error} ({mask_uri(block.uri)!r}); "
+                "write the URI without a password, e.g. postgresql+asyncpg://user@host:5432/db.",
+            ) from None
     has_pairing_block = "pairing" in block.model_fields_set
-    if not is_pairing_uri(block.uri) and not has_pairing_block:
-        masked = mask_uri(block.uri)
+    if not is_pairing_uri(uri) and not has_pairing_block:
+        masked = mask_uri(uri)
         raise ConfigError(
             file_path,
             f"session_service.uri: {masked!r} is a plain URI, which would configure a "
-            f"session service without pairing. Write uri: {mask_uri(PAIRING_PREFIX + block.uri)!r}"
+            f"session service without pairing. Write uri: {mask_uri(PAIRING_PREFIX + uri)!r}"
             ", or keep the plain URI and add a pairing block (pairing: {} in YAML, "
             "[session_service.pairing] in TOML).",
         )
     pairing = block.pairing or PairingBlock()
     return SessionServiceSettings(
         path=str(file_path),
-        uri=block.uri,
+        uri=uri,
         missing_text=pairing.missing_text,
         pending_text=pairing.pending_text,
         analysis_cache_size=pairing.analysis_cache_size,
@@ -321,14 +340,15 @@ def build_session_service(settings: SessionServiceSettings) -> PairingSessionSer
     try:
         inner = create_inner_session_service(settings.inner_uri, **settings.inner_kwargs)
     except (ValueError, TypeError, ImportError) as error:
-        reasons = [str(error)]
+        # The factory's ValueErrors are its own words, other libraries' text
+        # in them masked already: only a URI quoted whole is masked again.
+        reasons = [mask_secrets(str(error), settings.uri, embedded=type(error) is not ValueError)]
         if error.__cause__ is not None and str(error.__cause__):
-            reasons.append(str(error.__cause__))
+            reasons.append(mask_secrets(str(error.__cause__), settings.uri))
         raise ConfigError(
             settings.path,
             f"session_service: cannot build the session service for {settings.masked_uri!r} "
-            f"with engine options {sorted(settings.inner_kwargs)}: "
-            + mask_secrets(" <- ".join(reasons), settings.uri, settings.inner_uri),
+            f"with engine options {sorted(settings.inner_kwargs)}: " + " <- ".join(reasons),
         ) from None
     return PairingSessionService(
         inner,

@@ -164,7 +164,8 @@ async def test_yaml_config_snippets_load_a_postgres_service(
     (tmp_path / "session_service.yaml").write_text(readme_snippet("session_service.yaml"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DB_USER", "postgres")
-    monkeypatch.setenv("DB_PASSWORD", "not-needed-with-trust-auth")
+    # Trust auth ignores it; a "@" or "#" in it broke the URI before the password key.
+    monkeypatch.setenv("DB_PASSWORD", "p@ss#word")
     monkeypatch.setenv("DB_NAME", postgres_database)
     monkeypatch.delenv("DB_HOST", raising=False)  # the snippet's default, 127.0.0.1
     seeded = await seed_interrupted_session(postgres_url, app_name="docs_yaml")

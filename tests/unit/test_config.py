@@ -293,7 +293,7 @@ def test_unknown_key_in_session_service_lists_its_allowed_keys(tmp_path):
     message = config_error(path)
 
     assert "session_service.pool_size: unknown key 'pool_size'" in message
-    assert "uri, pairing, engine" in message
+    assert "uri, password, pairing, engine" in message
 
 
 def test_unknown_top_level_key_is_an_error(tmp_path):
@@ -550,3 +550,91 @@ def test_unbuildable_redis_option_is_a_config_error(tmp_path):
         load_session_service(path, environ={})
 
     assert "pool_size" in str(raised.value) and "key_prefix" in str(raised.value)
+
+
+# -- password: a password from the environment, whatever it holds -------------
+
+AWKWARD_PASSWORD = "p@ss#wo/rd?%41 :x"
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".toml"])
+def test_password_key_sends_the_password_as_written_whatever_it_holds(tmp_path, suffix):
+    """README's ``DB_PASSWORD='p@ss#word'`` inside the URI failed with socket.gaierror."""
+    from sqlalchemy.engine import make_url
+
+    if suffix == ".yaml":
+        text = """
+            session_service:
+              uri: pairing+postgresql+asyncpg://${DB_USER}@db:5432/agents
+              password: ${DB_PASSWORD}
+            """
+    else:
+        text = """
+            [session_service]
+            uri = "pairing+postgresql+asyncpg://${DB_USER}@db:5432/agents"
+            password = "${DB_PASSWORD}"
+            """
+    path = write(tmp_path, f"s{suffix}", text)
+
+    settings = load_config(path, environ={"DB_USER": "ann", "DB_PASSWORD": AWKWARD_PASSWORD})
+
+    url = make_url(settings.inner_uri)
+    assert (url.username, url.password, url.host, url.port, url.database) == (
+        "ann",
+        AWKWARD_PASSWORD,
+        "db",
+        5432,
+        "agents",
+    )
+    assert settings.masked_uri == "pairing+postgresql+asyncpg://ann:***@db:5432/agents"
+    assert "p@ss" not in repr(settings) and "%40" not in repr(settings)
+
+
+def test_password_key_reaches_redis_py_as_written(tmp_path):
+    from redis.connection import parse_url
+
+    path = write(
+        tmp_path,
+        "s.yaml",
+        """
+        session_service:
+          uri: redis://127.0.0.1:6379/0
+          password: ${P}
+          pairing: {}
+        """,
+    )
+
+    settings = load_config(path, environ={"P": AWKWARD_PASSWORD})
+
+    read = parse_url(settings.inner_uri)
+    assert (read["password"], read["host"], read["port"], read["db"]) == (
+        AWKWARD_PASSWORD,
+        "127.0.0.1",
+        6379,
+        0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("pairing+postgresql+asyncpg://ann:Other1@db/agents", "holds a password already"),
+        ("pairing+sqlite+aiosqlite:///sessions.db", "names no host"),
+    ],
+)
+def test_password_key_refuses_a_uri_it_cannot_go_into(tmp_path, uri, problem):
+    path = write(tmp_path, "s.yaml", f"session_service:\n  uri: {uri}\n  password: S3cretPw\n")
+
+    message = config_error(path)
+
+    assert f"session_service.password: the URI {problem}" in message
+    assert "S3cretPw" not in message and "Other1" not in message
+
+
+def test_a_uri_without_the_password_key_is_used_as_written(tmp_path):
+    """Backward compatibility: a percent-encoded password in the URI is left alone."""
+    path = write(
+        tmp_path, "s.yaml", "session_service:\n  uri: pairing+redis://:p%40ss%23word@h:6379/0\n"
+    )
+
+    assert load_config(path).uri == "pairing+redis://:p%40ss%23word@h:6379/0"

@@ -3,7 +3,8 @@
 An operator reads this tool's output in a terminal or a cron mail, so a
 failure is one line saying what went wrong and how to fix it (exit code 2),
 never a traceback unless ``--debug`` asks for one. Every message that might
-contain a store URI goes through `adk_pairing.factory.mask_secrets` first.
+contain a store URI goes through `adk_pairing.masking` first: other libraries' text
+through `mask_secrets`, our own through `mask_uri`, so our words are never masked.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from ..masking import mask_secrets, mask_uri, uri_passwords
+from ..masking import mask_secrets, mask_uri, uri_password
 
 T = TypeVar("T")
 
@@ -101,7 +102,7 @@ def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T
         with output_policy(debug, uri):
             return asyncio.run(coroutine)
     except CliError as error:
-        fail(mask_secrets(str(error), uri), debug=debug, exit_code=error.exit_code, uri=uri)
+        fail(str(error), debug=debug, exit_code=error.exit_code, uri=uri)
     except KeyboardInterrupt:
         fail("interrupted", debug=False, exit_code=130)
     except Exception as error:
@@ -147,27 +148,34 @@ def _type_names(error: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(error).__mro__}
 
 
-def explain(error: BaseException, uri: str | None) -> str:
+def explain(error: BaseException, uri: str | None, *, store_name: str | None = None) -> str:
     """One line saying what failed and how to fix it, with secrets masked.
 
     Recognises failures by their type (and, for drivers wrapped by SQLAlchemy,
     by the driver's exception in the cause chain), so the message names the
-    real problem rather than the wrapper.
+    real problem rather than the wrapper. The store is called `store_name`,
+    by default its masked URI.
     """
-    where = mask_uri(uri) if uri else "the store"
+    where = store_name or (mask_uri(uri) if uri else "the store")
     chain = list(_causes(error))
     for cause in chain:
         names = _type_names(cause)
         lines = mask_secrets(str(cause), uri).strip().splitlines()
         text = lines[0].rstrip(".") if lines else ""
         if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
-            return f"{where} rejected the login: {text}. Fix the user name or password in the URI."
+            return (
+                f"{where} rejected the login: {text}. Fix the user name or password in the URI."
+                + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
+            )
         if "InvalidCatalogNameError" in names:
             return f"{where}: {text}. Fix the database name in the URI."
         if "AuthenticationError" in names or (
             "ResponseError" in names and ("WRONGPASS" in text or "NOAUTH" in text)
         ):
-            return f"{where} rejected the login: {text}. Fix the password in the URI."
+            return (
+                f"{where} rejected the login: {text}. Fix the password in the URI."
+                + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
+            )
         if isinstance(cause, socket.gaierror):
             return (
                 f"cannot resolve the host of {where}: {text}. Check the host name in the URI."
@@ -207,10 +215,22 @@ def explain(error: BaseException, uri: str | None) -> str:
     )
 
 
-def _escape_hint(uri: str | None) -> str:
-    """Why a URI whose password holds a delimiter is misread, and the fix."""
-    if not uri or not any(char in password for password in uri_passwords(uri) for char in "#?/@ "):
+#: A password holding one of these may be sent other than written: "%41" is
+#: read as "A", and the others end it early for one driver or another.
+LOGIN_HINT_CHARACTERS = "%/?#@"
+
+
+def _escape_hint(uri: str | None, characters: str = "#?/@ ") -> str:
+    """Why a URI whose password holds one of `characters` is misread, and the fix."""
+    password = uri_password(uri) if uri else None
+    if not password or not any(char in password for char in characters):
         return ""
+    if "%" in characters:
+        return (
+            " The password holds %, /, ?, # or @, which a URI reads as escapes and delimiters;"
+            " if they are meant literally, percent-encode them: % as %25, / as %2F, ? as %3F,"
+            " # as %23, @ as %40."
+        )
     return (
         " The password holds a character that ends it early (#, ?, /, @ or a space);"
         " percent-encode it: # as %23, ? as %3F, / as %2F, @ as %40, space as %20."

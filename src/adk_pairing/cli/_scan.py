@@ -55,7 +55,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import CallStatus, analyze
-from ..masking import mask_secrets
 from ._common import CliError, explain, human_age, short
 from ._direct import (
     DEFAULT_BATCH_SIZE,
@@ -366,7 +365,7 @@ def _why_unreadable(error: BaseException, uri: str) -> str:
     The store is named "the store" (the header shows it); the password is
     masked even where a driver echoes it outside a URI.
     """
-    return mask_secrets(explain(error, None), uri)
+    return explain(error, uri, store_name="the store")
 
 
 async def _scan_direct(
