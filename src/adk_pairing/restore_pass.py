@@ -42,7 +42,7 @@ from google.genai import types
 from .analysis import PairingLedger, TrackedCall
 from .placeholders import PlaceholderTexts
 from .repair import place_repairs
-from .wire import MODEL_ROLES, branch_shows
+from .wire import ADK_OWN_ID_PREFIX, MODEL_ROLES, branch_shows
 
 __all__ = [
     "Splice",
@@ -62,9 +62,11 @@ def calls_the_request_lacks(
     """The open calls of `events` shown to an agent in `branch` whose id `contents` lack.
 
     `ledger` is the ledger of `events`. A withheld call is left as stored on
-    purpose (`PairingLedger`), so it is not counted. An id-less call counts
+    purpose (`PairingLedger`), so it is not counted. An id-less call, or one
+    with ADK's own id (which ADK strips from a Gemini request), counts
     whenever the request has fewer id-less calls of its name than the history
-    has open: ADK never drops one itself, but an agent callback may have.
+    has such calls open: ADK never drops an id-less call itself, but an agent
+    callback may have.
     O(open calls + request parts); nothing is read when no call is open.
     """
     open_calls = ledger.open_calls
@@ -94,13 +96,16 @@ def calls_the_request_lacks(
                 sent_idless[sent.name or ""] = sent_idless.get(sent.name or "", 0) + 1
     lacking = []
     for call in shown:
-        if call.call_id:
-            if call.call_id not in sent_ids:
-                lacking.append(call)
-        elif sent_idless.get(call.name, 0) > 0:
+        call_id = call.call_id
+        if call_id and call_id in sent_ids:
+            continue
+        # ADK strips its own ids from a Gemini request: such a call is sent id-less.
+        if (not call_id or call_id.startswith(ADK_OWN_ID_PREFIX)) and sent_idless.get(
+            call.name, 0
+        ) > 0:
             sent_idless[call.name] -= 1
-        else:
-            lacking.append(call)
+            continue
+        lacking.append(call)
     return lacking
 
 

@@ -18,6 +18,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import CallStatus, PairingPlugin
+from adk_pairing.adk_compat import adk_drops_unanswered_calls
 
 from .conftest import backend_params
 from .support.backends import PERSISTENT_KINDS, Backend
@@ -28,7 +29,6 @@ from .support.scenario import (
     assert_every_rule_holds,
 )
 from .support.scripted_model import RecordedRequest, call, calls, text, user_text
-from .test_plugin_runner import adk_drops_unanswered_calls
 
 
 def assert_answered(request: RecordedRequest, *call_ids: str) -> None:
@@ -256,3 +256,23 @@ async def test_a_request_changed_before_the_plugin_is_left_to_the_request_pass(
     else:
         assert not_restored == []
         assert_answered(harness.script.last, "call_1")
+
+
+async def test_the_restore_keeps_the_instruction_contents_adk_inserts(backend: Backend) -> None:
+    # With a static instruction, ADK puts the agent's dynamic instruction into
+    # the contents, before the latest user turn: the splice carries it over.
+    harness = Harness.build(backend, wrapped=False, plugins=[PairingPlugin()], steps=[text("Ok.")])
+    agent = harness.runner.agent
+    agent.static_instruction = types.Content(
+        role="user", parts=[types.Part(text="You are a test assistant.")]
+    )
+    agent.instruction = "Today's mood: cheerful."
+    session_id = await store_history(harness, killed_mid_tool())
+    await harness.turn(session_id, "are you still there?")
+
+    assert_every_rule_holds(harness.script)
+    last = harness.script.last
+    assert_answered(last, "call_1")
+    texts = last.texts()
+    assert any("cheerful" in t for t in texts), texts
+    assert texts[-1] == "are you still there?"
