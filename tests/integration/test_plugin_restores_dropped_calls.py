@@ -18,7 +18,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import CallStatus, PairingPlugin
-from adk_pairing.adk_compat import adk_drops_unanswered_calls
+from tests.adk_features import adk_drops_unanswered_calls
 
 from .conftest import backend_params
 from .support.backends import PERSISTENT_KINDS, Backend
