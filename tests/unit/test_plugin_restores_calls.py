@@ -9,7 +9,8 @@ shows are the ones the agent's history holds (in its branch, not rewound, not
 compacted, not in an event ADK leaves out on purpose). A call sharing its
 ``Part`` with text is not given one: the ledger does not count it as a call
 (ADK's Anthropic converter sends only the text), so the plugin does not
-restore it when ADK drops it (docs/request-pass.md). The request ADK builds
+restore it when ADK drops it (docs/request-pass.md); nor, on google-adk 2.10
+alone, are the calls the ledger withholds while a result event is last. The request ADK builds
 from the session, after the plugin, must carry each of them (a reused id may
 come back renamed ``<id>-<n>``, `adk_pairing.request_pass` rule 4), answered,
 and pass every provider rule of `adk_pairing.checks` on the real converters.
@@ -35,8 +36,10 @@ from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 
 from adk_pairing import PairingPlugin, repaired_events
+from adk_pairing.analysis import build_ledger
 from adk_pairing.checks import RULES, request_violations
 from adk_pairing.wire import MODEL_ROLES, never_sent_as_a_call
+from tests.adk_features import adk_drops_unanswered_calls
 from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
 
 from .history_strategies import describe, histories
@@ -145,6 +148,15 @@ def assert_every_call_reaches_the_model_answered(events: list[Event], *, both: b
         return
     broken = {rule: v for rule, v in request_violations(sent, RULES).items() if v}
     assert not broken, f"the request after the plugin breaks {broken}{history}"
+    if adk_drops_unanswered_calls() and build_ledger(events).withholding:
+        # google-adk 2.10 only (it both drops unanswered calls and walks back
+        # from a trailing result): while a result event that follows a call
+        # event reusing an older call's id is the last one, the ledger
+        # withholds that event's other calls, since no placeholder there keeps
+        # ADK's builder from raising or cutting the history. The next event
+        # releases them; until then they stay dropped (docs/request-pass.md).
+        hypothesis_event("the ledger withholds calls ADK drops (google-adk 2.10)")
+        return
     known = set(shown)
     sent_calls = Counter(_base_id(i, known) for i in _call_ids(sent).elements())
     answered = Counter(_base_id(i, known) for i in _answered_ids(sent).elements())
