@@ -30,6 +30,8 @@ from .support.scenario import (
 )
 from .support.scripted_model import RecordedRequest, call, calls, text, user_text
 
+CONFIRMATION = "adk_request_confirmation"
+
 
 def assert_answered(request: RecordedRequest, *call_ids: str) -> None:
     """Each of `call_ids` is a call in `request`, and some result with its id follows it."""
@@ -276,3 +278,41 @@ async def test_the_restore_keeps_the_instruction_contents_adk_inserts(backend: B
     texts = last.texts()
     assert any("cheerful" in t for t in texts), texts
     assert texts[-1] == "are you still there?"
+
+
+async def test_a_confirmation_flow_runs_the_tool_as_often_as_unwrapped(backend: Backend) -> None:
+    # ADK holds its confirmation request open and leaves that event out of
+    # the request: nothing the plugin restores may look like an approval.
+    steps = [
+        calls(call("delete_file", {"path": "/tmp/old.log"}, id="del_1")),
+        text("I need your approval first."),
+        text("Deleted."),
+    ]
+    with_plugin = Harness.build(backend, wrapped=False, plugins=[PairingPlugin()], steps=steps)
+    plain = Harness.build(backend, wrapped=False, steps=steps)
+    for harness in (with_plugin, plain):
+        session_id = await harness.new_session()
+        events = await harness.turn(session_id, "delete /tmp/old.log")
+        (confirmation,) = [
+            c for e in events for c in e.get_function_calls() if c.name == CONFIRMATION
+        ]
+        await harness.turn(session_id, "wait, what will that do?")
+        assert harness.toolbox.started["delete_file"] == 0, "a plain message is not an approval"
+        await harness.turn(
+            session_id,
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id=confirmation.id, name=CONFIRMATION, response={"confirmed": True}
+                        )
+                    )
+                ],
+            ),
+        )
+
+    assert with_plugin.toolbox.started == plain.toolbox.started == {"delete_file": 1}
+    assert with_plugin.toolbox.finished == plain.toolbox.finished
+    assert_every_rule_holds(with_plugin.script)
+    assert with_plugin.script.last.function_responses[-1].response == {"deleted": "/tmp/old.log"}
