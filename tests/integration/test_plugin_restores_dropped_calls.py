@@ -6,7 +6,9 @@ test drives a real `Runner` over a real store with the scripted model, and
 asserts on the request the model received: the interrupted call is there,
 answered (its real result or the view's placeholder), and the four rules hold
 on the real converters. Histories a killed process leaves are written to the
-store directly: the user's turn and the model's call event, nothing after.
+store directly: the user's turn and the model's call event, nothing after. A
+task cancelled mid-tool is `test_plugin_runner.py`'s
+`test_plugin_alone_answers_an_interrupted_call_on_every_adk`.
 """
 
 from __future__ import annotations
@@ -112,28 +114,6 @@ async def test_plugin_alone_restores_a_call_a_killed_process_left_unanswered(
     assert [r.id for r in last.responses_with_status(CallStatus.MISSING.value)] == ["call_1"]
     assert last.contents[-1].parts[-1].text == "are you still there?"
     assert harness.toolbox.started == {}
-
-
-# The persistent stores only, as in test_plugin_runner: on google-adk 2.13
-# `Harness.interrupted_turn` over an unwrapped InMemorySessionService times
-# out waiting for the call to be stored and running.
-@pytest.mark.parametrize("backend_spec", backend_params(PERSISTENT_KINDS), indirect=True)
-async def test_plugin_alone_restores_a_call_whose_task_was_cancelled_mid_tool(
-    backend: Backend,
-) -> None:
-    harness = Harness.build(
-        backend,
-        wrapped=False,
-        plugins=[PairingPlugin()],
-        steps=[calls(call("hang", {"reason": "slow"}, id="call_1")), text("Sorry.")],
-    )
-    session_id = await harness.new_session()
-    await harness.interrupted_turn(session_id, "do the slow thing")
-    await harness.turn(session_id, "are you still there?")
-
-    assert_every_rule_holds(harness.script)
-    assert_answered(harness.script.last, "call_1")
-    assert harness.toolbox.started == {"hang": 1}
 
 
 @pytest.mark.parametrize("with_text", [False, True], ids=["results-only", "result-and-text"])

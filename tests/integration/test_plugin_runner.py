@@ -124,6 +124,7 @@ async def test_plugin_alone_answers_an_interrupted_call_on_every_adk(
     last = harness.script.last
     assert [c.id for c in last.function_calls] == ["call_1"]
     assert placeholder_ids(last, CallStatus.MISSING.value) == ["call_1"]
+    assert harness.toolbox.started == {"hang": 1}
 
 
 async def test_plugin_alone_leaves_the_request_untouched_when_it_is_already_valid(
