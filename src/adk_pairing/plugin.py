@@ -41,8 +41,9 @@ placeholders, into fresh requests: whatever arguments the installed release
 passes its builder, they are the same as for the real request. When the
 request still holds what ADK built from the stored events, the contents
 built from the repaired events replace them, and the request pass runs over
-those. When another plugin or an agent callback changed the contents first,
-the request pass runs alone, and that is logged once per session. A healthy
+those. When another plugin (or a processor that rewrites contents) changed them first,
+the request pass runs alone, and that is logged once per session. Agent
+callbacks run after every plugin, so they cannot be the cause. A healthy
 request pays for one incremental ledger read, no builder run.
 
 If the repair itself fails on some input, the request goes out as ADK built
@@ -52,7 +53,7 @@ it and the error is logged: the plugin is never less available than ADK.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
@@ -109,6 +110,9 @@ class PairingPlugin(BasePlugin):
         self._fill_missing_ids = fill_missing_ids
         # The ledger of each session's events, walked only where they grew.
         self._ledgers = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
+        # Sessions and their lacking calls that ADK's builder showed no more
+        # with results (a compacted range): not built again for the same calls.
+        self._nothing_to_restore: OrderedDict[tuple[str, ...], None] = OrderedDict()
 
     def texts_for(self, session_service: object) -> PlaceholderTexts:
         """The placeholder texts: this plugin's own, then the decorator's, then the defaults."""
@@ -193,18 +197,33 @@ class PairingPlugin(BasePlugin):
         ledger = self._ledgers.ledger_for(key, events)
         contents = llm_request.contents
         branch = getattr(invocation, "branch", None)
-        if not calls_the_request_lacks(ledger, events, contents, branch):
+        lacking = calls_the_request_lacks(ledger, events, contents, branch)
+        if not lacking:
+            return None
+        marks = (
+            *key,
+            str(getattr(getattr(invocation, "agent", None), "name", "")),
+            str(branch),
+            *(f"{events[c.event_index].id}/{c.part_index}" for c in lacking),
+        )
+        if marks in self._nothing_to_restore:
             return None
         from_stored = await _build_contents(invocation, llm_request, events)
         from_repaired = await _build_contents(
             invocation, llm_request, repaired_history(events, ledger, texts)
         )
         spliced = splice(contents, from_stored, from_repaired)
+        if spliced.outcome is Splice.NOTHING_TO_RESTORE:
+            self._nothing_to_restore[marks] = None
+            if len(self._nothing_to_restore) > DEFAULT_ANALYSIS_CACHE_SIZE:
+                self._nothing_to_restore.popitem(last=False)
+            return None
         if spliced.outcome is Splice.CHANGED_BY_OTHERS:
             if _logged_once.first_time((*key, "not_restored")):
                 logger.warning(
                     "adk_pairing: the model request of session %s was changed before "
-                    "PairingPlugin ran (another plugin or an agent callback); the calls "
+                    "PairingPlugin ran (another plugin, or a request processor that rewrites "
+                    "contents); the calls "
                     "ADK's request builder dropped could not be restored",
                     _session_label(session),
                 )
