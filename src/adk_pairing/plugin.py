@@ -132,8 +132,6 @@ class PairingPlugin(BasePlugin):
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
         contents = llm_request.contents
-        if not contents:
-            return None
         invocation = getattr(callback_context, "_invocation_context", None)
         session = getattr(invocation, "session", None)
         texts = self.texts_for(getattr(invocation, "session_service", None))
@@ -164,7 +162,7 @@ class PairingPlugin(BasePlugin):
                 _session_label(session),
             )
             return None
-        if result.contents is contents:
+        if result.contents is contents or not result.contents:
             return None
         llm_request.contents = result.contents
         # Rule names are fixed words (`ContentRule`): labels stay low-cardinality.
