@@ -1,6 +1,5 @@
 """The fuzz's histories through `PairingPlugin`, alone and behind the view: never worse.
 
-No call lost either.
 The histories of `test_fuzz` (`HistoryGenerator`, same seed), each built into a
 request by ADK's own contents request processor (`tests.adk_request`) over the
 stored events (plugin alone) and over the view (both pieces), then passed
