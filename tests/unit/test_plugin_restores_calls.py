@@ -200,3 +200,47 @@ def test_every_call_of_the_history_reaches_the_model_answered(
     both: bool, events: list[Event]
 ) -> None:
     assert_every_call_reaches_the_model_answered(events, both=both)
+
+
+def test_a_request_that_carries_every_call_runs_no_second_builder(monkeypatch) -> None:
+    # The cost promise: a healthy history, or one whose open call ADK still
+    # sends (held open), pays for a ledger read, never for ADK's builder.
+    import adk_pairing.plugin as plugin_module
+
+    builds: list[int] = []
+    real_build = plugin_module._build_contents
+
+    async def counting_build(*args, **kwargs):  # type: ignore[no-untyped-def]
+        builds.append(1)
+        return await real_build(*args, **kwargs)
+
+    monkeypatch.setattr(plugin_module, "_build_contents", counting_build)
+
+    def event(role: str, part: types.Part, **fields: object) -> Event:
+        author = "user" if role == "user" and part.text else AGENT_NAME
+        content = types.Content(role=role, parts=[part])
+        return Event(author=author, invocation_id="i", content=content, **fields)
+
+    def call_part(call_id: str) -> types.Part:
+        return types.Part(function_call=types.FunctionCall(id=call_id, name="lookup"))
+
+    answer = types.Part(
+        function_response=types.FunctionResponse(id="c1", name="lookup", response={})
+    )
+    healthy = [
+        event("user", types.Part(text="hi")),
+        event("model", call_part("c1")),
+        event("user", answer),
+    ]
+    held_open = [
+        event("user", types.Part(text="hi")),
+        event("model", call_part("job"), long_running_tool_ids={"job"}),
+        event("user", types.Part(text="and?")),
+    ]
+    interrupted = [event("user", types.Part(text="hi")), event("model", call_part("c9"))]
+    for events in (healthy, held_open):
+        asyncio.run(sent_after_plugin(events))
+    assert builds == []
+    sent = asyncio.run(sent_after_plugin(interrupted))
+    assert builds == ([1, 1] if adk_drops_unanswered_calls() else [])
+    assert "c9" in _call_ids(sent)
