@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
+from .adk_compat import adk_drops_unanswered_calls
 from .analysis import held_open_call_ids
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from .builder_check import builder_logs_quieted
@@ -187,6 +188,8 @@ class PairingPlugin(BasePlugin):
         is open, two runs of ADK's contents processor only when the request
         lacks an open call.
         """
+        if not adk_drops_unanswered_calls():
+            return None  # before 2.10 the request holds every call
         session = getattr(invocation, "session", None)
         events = getattr(session, "events", None)
         if not events or not isinstance(events, list):

@@ -42,7 +42,7 @@ from google.genai import types
 from .analysis import PairingLedger, TrackedCall
 from .placeholders import PlaceholderTexts
 from .repair import place_repairs
-from .wire import ADK_OWN_ID_PREFIX, MODEL_ROLES, branch_shows
+from .wire import MODEL_ROLES, branch_shows
 
 __all__ = [
     "Splice",
@@ -62,12 +62,12 @@ def calls_the_request_lacks(
     """The open calls of `events` shown to an agent in `branch` whose id `contents` lack.
 
     `ledger` is the ledger of `events`. A withheld call is left as stored on
-    purpose (`PairingLedger`), so it is not counted. An id-less call, or one
-    with ADK's own id (which ADK strips from a Gemini request), counts
-    whenever the request has fewer id-less calls of its name than the history
-    has such calls open: ADK never drops an id-less call itself, but an agent
-    callback may have.
-    O(open calls + request parts); nothing is read when no call is open.
+    purpose (`PairingLedger`), and ADK's builder never drops a call without
+    an id, so neither is counted. A call whose ``adk-`` id ADK stripped from
+    a Gemini request counts, whether ADK dropped it or kept it held open:
+    the restore then finds the same contents plus its placeholder, which the
+    request pass would add anyway. O(open calls + request parts); nothing is
+    read when no call is open.
     """
     open_calls = ledger.open_calls
     if not open_calls:
@@ -77,36 +77,18 @@ def calls_the_request_lacks(
         for index, calls in open_calls.items()
         if branch_shows(branch, events[index].branch or None)
         for call in calls
-        if not call.withheld
+        if call.call_id and not call.withheld
     ]
     if not shown:
         return []
-    sent_ids: set[str] = set()
-    sent_idless: dict[str, int] = {}
-    for content in contents:
-        if content.role not in MODEL_ROLES:
-            continue
-        for part in content.parts or ():
-            sent = part.function_call
-            if sent is None:
-                continue
-            if sent.id:
-                sent_ids.add(sent.id)
-            else:
-                sent_idless[sent.name or ""] = sent_idless.get(sent.name or "", 0) + 1
-    lacking = []
-    for call in shown:
-        call_id = call.call_id
-        if call_id and call_id in sent_ids:
-            continue
-        # ADK strips its own ids from a Gemini request: such a call is sent id-less.
-        if (not call_id or call_id.startswith(ADK_OWN_ID_PREFIX)) and sent_idless.get(
-            call.name, 0
-        ) > 0:
-            sent_idless[call.name] -= 1
-            continue
-        lacking.append(call)
-    return lacking
+    sent_ids = {
+        part.function_call.id
+        for content in contents
+        if content.role in MODEL_ROLES
+        for part in content.parts or ()
+        if part.function_call is not None and part.function_call.id
+    }
+    return [call for call in shown if call.call_id not in sent_ids]
 
 
 def repaired_history(

@@ -46,6 +46,8 @@ from .history_strategies import describe, histories
 
 EXAMPLES = int(os.environ.get("ADK_PAIRING_GUARANTEE_EXAMPLES", "300"))
 
+_GEMINI_RULES = tuple(rule for rule in RULES if rule != "openai_chat")
+
 HISTORIES = st.one_of(histories(malformed=False), histories(malformed=True))
 
 
@@ -244,3 +246,46 @@ def test_a_request_that_carries_every_call_runs_no_second_builder(monkeypatch) -
     sent = asyncio.run(sent_after_plugin(interrupted))
     assert builds == ([1, 1] if adk_drops_unanswered_calls() else [])
     assert "c9" in _call_ids(sent)
+
+
+def test_a_dropped_call_with_adks_own_id_comes_back_for_gemini() -> None:
+    # ADK strips its own `adk-` ids from a Gemini request, after dropping the
+    # unanswered call: the request's other, id-less calls must not hide it.
+    from google.adk.agents.llm_agent import LlmAgent
+    from google.adk.models.google_llm import Gemini
+
+    agent = LlmAgent(name=AGENT_NAME, model=Gemini(model="gemini-2.5-flash"), instruction="x")
+
+    def event(role: str, parts: list[types.Part]) -> Event:
+        author = "user" if role == "user" and parts[0].text else AGENT_NAME
+        return Event(
+            author=author, invocation_id="i", content=types.Content(role=role, parts=parts)
+        )
+
+    def call_part(call_id: str) -> types.Part:
+        return types.Part(function_call=types.FunctionCall(id=call_id, name="lookup"))
+
+    answered = types.Part(
+        function_response=types.FunctionResponse(id="adk-1", name="lookup", response={})
+    )
+    events = [
+        event("user", [types.Part(text="hi")]),
+        event("model", [call_part("adk-1")]),
+        event("user", [answered]),
+        event("model", [call_part("adk-2")]),
+        event("user", [types.Part(text="and?")]),
+    ]
+
+    async def sent() -> list[types.Content]:
+        request, invocation = await build_request_async(events, agent=agent)
+        await PairingPlugin().before_model_callback(
+            callback_context=CallbackContext(invocation), llm_request=request
+        )
+        return request.contents
+
+    contents = asyncio.run(sent())
+    calls = [p.function_call for c in contents for p in c.parts or () if p.function_call]
+    results = [p.function_response for c in contents for p in c.parts or () if p.function_response]
+    assert len(calls) == 2, contents
+    assert len(results) == 2, contents
+    assert not {rule: v for rule, v in request_violations(contents, _GEMINI_RULES).items() if v}
