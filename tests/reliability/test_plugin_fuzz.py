@@ -51,6 +51,12 @@ def _opens_with_the_model(contents: list) -> bool:
     return first is not None and first.role in MODEL_ROLES
 
 
+def _user_speaks_first(events: list[Event]) -> bool:
+    """ADK writes the user's message first; a call before it is not restored (limitations.md)."""
+    first = next((event for event in events if event.content and event.content.parts), None)
+    return first is not None and first.author == "user"
+
+
 def _check(events: list[Event], setup: str) -> list[str]:
     """What went wrong for `events` in `setup` (empty when nothing)."""
     try:
@@ -111,6 +117,6 @@ def test_the_plugin_never_makes_a_request_worse_and_loses_no_call(
     well_formed_losses = {
         label: describe(events)
         for label, events in shortest.items()
-        if "call" in label and not traits(events) - {"a rewind"}
+        if "call" in label and not traits(events) - {"a rewind"} and _user_speaks_first(events)
     }
     assert not well_formed_losses, well_formed_losses
