@@ -230,9 +230,14 @@ def _core_verdicts(core: list[Row]) -> list[Verdict]:
 
 
 def _request_verdict(rows: list[Row], size: int) -> Verdict:
-    """The plugin's 2% budget over ADK's own request building, on both requests."""
+    """The plugin's 2% budget over ADK's own request building, healthy and repaired.
+
+    The restore of calls ADK dropped (*dropped*) runs ADK's builder twice more
+    on purpose, and only while the history holds such a call: reported, not
+    held to the budget.
+    """
     target = f"PairingPlugin ≤ 1.02× of ADK's request building at {size:,} events"
-    chosen = [r for r in rows if r["size"] == size]
+    chosen = [r for r in rows if r["size"] == size and r["health"] != "dropped"]
     if not chosen:
         return Verdict(target, "-", None)
     verdict = _ratio_verdict(chosen, "request", ("inmemory",), 1.02, size)
@@ -306,7 +311,11 @@ def comparison_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         cells = [
             r["label"],
             f"{r['size']:,}",
-            r["health"] if r["health"] == "healthy" else f"1% unanswered ({r['synthetic']})",
+            r["health"]
+            if r["health"] == "healthy"
+            else "1% unanswered, restored"
+            if r["health"] == "dropped"
+            else f"1% unanswered ({r['synthetic']})",
             f"{r['ratio']:.3f}",
             f"{r['ratio_q1']:.3f}–{r['ratio_q3']:.3f}",
             f"{r['ratio_ci_low']:.3f}–{r['ratio_ci_high']:.3f}" if "ratio_ci_low" in r else "-",

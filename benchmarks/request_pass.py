@@ -16,11 +16,17 @@ Two requests per size:
 * *broken (view)*: the decorator's view of a history with 1% of its turns
   unanswered. Each placeholder stands right before the next user message,
   two user contents in a row, so the plugin rebuilds the request and merges
-  them (the repair path).
+  them (the repair path);
+* *dropped (stored)*: the same history as stored, read without the
+  decorator (the plugin alone). From google-adk 2.10 ADK's builder drops the
+  unanswered calls, so the plugin restores them: two more runs of ADK's
+  contents processor, the splice and the request pass (the restore path).
+  Before 2.10 ADK keeps the calls, and this is the repair path again.
 
 Before anything is timed, each request is checked: the healthy one must come
-back as the same list object, the broken one must be changed and satisfy the
-rules. A plugin that silently stopped checking would otherwise look free.
+back as the same list object, the broken and dropped ones must be changed and
+satisfy the rules, and the dropped one must carry every call of the history.
+A plugin that silently stopped checking would otherwise look free.
 """
 
 from __future__ import annotations
@@ -49,14 +55,14 @@ from adk_pairing.request_pass import satisfies_pairing_rules
 from adk_pairing.service import PairingSessionService
 
 #: How each history reaches ADK's request builder.
-SOURCE_BY_HEALTH = {"healthy": "stored", "broken": "view"}
+SOURCE_BY_HEALTH = {"healthy": "stored", "broken": "view", "dropped": "stored"}
 
 
 async def _session(size: int, health: str) -> tuple[Session, PairingSessionService]:
     store = InMemorySessionService()
     service = PairingSessionService(store)
     session = await store.create_session(app_name=APP, user_id=USER)
-    for event in realistic_history(size, broken=health == "broken"):
+    for event in realistic_history(size, broken=health != "healthy"):
         await store.append_event(session, event)
     read = service if SOURCE_BY_HEALTH[health] == "view" else store
     loaded = await read.get_session(app_name=APP, user_id=USER, session_id=session.id)
@@ -86,11 +92,19 @@ def _request_builder(session: Session, service: PairingSessionService) -> Callab
     return build
 
 
+def _calls(contents: list[types.Content]) -> int:
+    return sum(1 for c in contents for part in c.parts or () if part.function_call is not None)
+
+
+def _calls_in(session: Session) -> int:
+    return sum(len(event.get_function_calls()) for event in session.events)
+
+
 async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row]:
     rows: list[Row] = []
     plugin = PairingPlugin()
     for size in settings.request_sizes:
-        for health in HEALTHS:
+        for health in (*HEALTHS, "dropped"):
             session, service = await _session(size, health)
             build = _request_builder(session, service)
             request, context = await build()
@@ -101,8 +115,10 @@ async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row
             where = f"request {size} {health}"
             if health == "healthy" and request.contents is not contents:
                 raise RuntimeError(f"{where}: the plugin changed a request that was valid")
-            if health == "broken" and request.contents is contents:
-                raise RuntimeError(f"{where}: the plugin did not repair the view's request")
+            if health != "healthy" and request.contents is contents:
+                raise RuntimeError(f"{where}: the plugin did not repair the request")
+            if health == "dropped" and _calls(request.contents) != _calls_in(session):
+                raise RuntimeError(f"{where}: the request lacks calls the history holds")
             if not satisfies_pairing_rules(request.contents):
                 raise RuntimeError(f"{where}: the request breaks a rule after the plugin")
 

@@ -89,6 +89,7 @@ def sqlite_service_parses_uris() -> bool:
     return hasattr(sqlite_session_service, "_parse_db_path")
 
 
+@functools.cache
 def adk_drops_unanswered_calls() -> bool:
     """Whether ADK's request builder drops a call nothing answers (>= 2.10).
 

@@ -118,6 +118,18 @@ def _quiet_builder() -> Iterator[None]:
         _quiet.reset(token)
 
 
+@contextlib.contextmanager
+def builder_logs_quieted() -> Iterator[None]:
+    """ADK's builder log records dropped while a build that is not the request's own runs.
+
+    For `PairingPlugin`, which runs ADK's contents processor again: ADK has
+    logged what it dropped when it built the real request.
+    """
+    _request_builder()  # puts the filter on ADK's builder loggers
+    with _quiet_builder():
+        yield
+
+
 def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
     """Every author but the user with each branch it wrote in, in order of first appearance.
 

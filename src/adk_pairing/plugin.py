@@ -28,6 +28,24 @@ What it reads from the callback context:
   say the same thing whatever configured them (constructor, config file,
   ``register_pairing_schemes``).
 
+Calls ADK's builder dropped (the restore): from google-adk 2.10 the
+contents request processor drops a call nothing answers before any plugin
+runs, so the request pass alone never sees it. The plugin keeps, per
+session, a ledger of the session's events (the one the view uses, brought up
+to date incrementally by an `AnalysisCache`), and asks it whether the history
+holds open calls, shown to this agent's branch, that the request lacks
+(`adk_pairing.restore_pass`). Only then does it run ADK's own contents
+request processor twice, on a shallow copy of the invocation context whose
+session holds the stored events and then the events with the view's
+placeholders, into fresh requests: whatever arguments the installed release
+passes its builder, they are the same as for the real request. When the
+request still holds what ADK built from the stored events, the contents
+built from the repaired events replace them, and the request pass runs over
+those. When another plugin (or a processor that rewrites contents) changed them first,
+the request pass runs alone, and that is logged once per session. Agent
+callbacks run after every plugin, so they cannot be the cause. A healthy
+request pays for one incremental ledger read, no builder run.
+
 If the repair itself fails on some input, the request goes out as ADK built
 it and the error is logged: the plugin is never less available than ADK.
 """
@@ -35,24 +53,30 @@ it and the error is logged: the plugin is never less available than ADK.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
+from .adk_compat import adk_drops_unanswered_calls
 from .analysis import held_open_call_ids
+from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
+from .builder_check import builder_logs_quieted
 from .metrics import record_request_repairs
 from .placeholders import PlaceholderTexts
 from .request_pass import repair_contents
-from .service import PairingSessionService
+from .restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
+from .service import PairingSessionService, _logged_once
 from .wire import pairs_calls_by_id
 
 __all__ = ["PairingPlugin", "pairs_calls_by_id"]
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
+    from google.adk.events.event import Event
     from google.adk.models.llm_request import LlmRequest
     from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
 
 logger = logging.getLogger("adk_pairing")
 
@@ -85,6 +109,11 @@ class PairingPlugin(BasePlugin):
         self._missing_text = missing_text
         self._pending_text = pending_text
         self._fill_missing_ids = fill_missing_ids
+        # The ledger of each session's events, walked only where they grew.
+        self._ledgers = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
+        # Sessions and their lacking calls that ADK's builder showed no more
+        # with results (a compacted range): not built again for the same calls.
+        self._nothing_to_restore: OrderedDict[tuple[str, ...], None] = OrderedDict()
 
     def texts_for(self, session_service: object) -> PlaceholderTexts:
         """The placeholder texts: this plugin's own, then the decorator's, then the defaults."""
@@ -104,19 +133,27 @@ class PairingPlugin(BasePlugin):
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
         contents = llm_request.contents
-        if not contents:
-            return None
         invocation = getattr(callback_context, "_invocation_context", None)
         session = getattr(invocation, "session", None)
+        texts = self.texts_for(getattr(invocation, "session_service", None))
+        try:
+            restored = await self._restored(invocation, llm_request, texts)
+        except Exception:  # fail open: the request pass still runs on ADK's contents
+            restored = None
+            logger.exception(
+                "adk_pairing: could not restore the calls ADK dropped from the model request "
+                "of session %s; repairing the request as ADK built it",
+                _session_label(session),
+            )
         try:
             fill = self._fill_missing_ids
             if fill is None:
                 agent = getattr(invocation, "agent", None)
                 fill = pairs_calls_by_id(getattr(agent, "canonical_model", None))
             result = repair_contents(
-                contents,
+                restored if restored is not None else contents,
                 held_open_ids=lambda: held_open_call_ids(getattr(session, "events", None) or ()),
-                texts=self.texts_for(getattr(invocation, "session_service", None)),
+                texts=texts,
                 fill_missing_ids=fill,
             )
         except Exception:  # fail open: the request goes out as ADK built it
@@ -126,7 +163,7 @@ class PairingPlugin(BasePlugin):
                 _session_label(session),
             )
             return None
-        if result.contents is contents:
+        if result.contents is contents or not result.contents:
             return None
         llm_request.contents = result.contents
         # Rule names are fixed words (`ContentRule`): labels stay low-cardinality.
@@ -141,6 +178,88 @@ class PairingPlugin(BasePlugin):
                 "; ".join(repair.describe() for repair in notable),
             )
         return None
+
+    async def _restored(
+        self, invocation: object, llm_request: LlmRequest, texts: PlaceholderTexts
+    ) -> list[types.Content] | None:
+        """The request's contents with the calls ADK dropped put back; None when none were.
+
+        See the module docstring: one incremental ledger read when nothing
+        is open, two runs of ADK's contents processor only when the request
+        lacks an open call.
+        """
+        if not adk_drops_unanswered_calls():
+            return None  # before 2.10 the request holds every call
+        session = getattr(invocation, "session", None)
+        events = getattr(session, "events", None)
+        if not events or not isinstance(events, list):
+            return None
+        key = (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[union-attr]
+        ledger = self._ledgers.ledger_for(key, events)
+        contents = llm_request.contents
+        branch = getattr(invocation, "branch", None)
+        lacking = calls_the_request_lacks(ledger, events, contents, branch)
+        if not lacking:
+            return None
+        marks = (
+            *key,
+            str(getattr(getattr(invocation, "agent", None), "name", "")),
+            str(branch),
+            *(f"{events[c.event_index].id}/{c.part_index}" for c in lacking),
+        )
+        if marks in self._nothing_to_restore:
+            return None
+        from_stored = await _build_contents(invocation, llm_request, events)
+        from_repaired = await _build_contents(
+            invocation, llm_request, repaired_history(events, ledger, texts)
+        )
+        spliced = splice(contents, from_stored, from_repaired)
+        if spliced.outcome is Splice.NOTHING_TO_RESTORE:
+            self._nothing_to_restore[marks] = None
+            if len(self._nothing_to_restore) > DEFAULT_ANALYSIS_CACHE_SIZE:
+                self._nothing_to_restore.popitem(last=False)
+            return None
+        if spliced.outcome is Splice.WOULD_OPEN_WITH_THE_MODEL:
+            return None
+        if spliced.outcome is Splice.CHANGED_BY_OTHERS:
+            if _logged_once.first_time((*key, "not_restored")):
+                logger.warning(
+                    "adk_pairing: the model request of session %s was changed before "
+                    "PairingPlugin ran (another plugin, or a request processor that rewrites "
+                    "contents); the calls "
+                    "ADK's request builder dropped could not be restored",
+                    _session_label(session),
+                )
+            return None
+        return spliced.contents
+
+
+async def _build_contents(
+    invocation: object, llm_request: LlmRequest, events: list[Event]
+) -> list[types.Content]:
+    """What ADK's contents request processor builds for this request from `events`.
+
+    The processor reads the session's events, the agent, the branch and the
+    run config from the invocation context and ``previous_interaction_id``
+    from the request, and writes only the request's contents: it runs here on
+    a shallow copy of the context whose session holds `events`, into a fresh
+    request. Its log records are quieted (ADK logged the real build).
+    """
+    from google.adk.flows.llm_flows.contents import request_processor
+    from google.adk.models.llm_request import LlmRequest
+
+    session = invocation.session  # type: ignore[attr-defined]
+    context = invocation.model_copy(  # type: ignore[attr-defined]
+        update={"session": session.model_copy(update={"events": events})}
+    )
+    request = LlmRequest(model=llm_request.model)
+    interaction = getattr(llm_request, "previous_interaction_id", None)
+    if interaction is not None:
+        request.previous_interaction_id = interaction
+    with builder_logs_quieted():
+        async for _ in request_processor.run_async(context, request):
+            pass
+    return list(request.contents)
 
 
 def _session_label(session: object) -> str:

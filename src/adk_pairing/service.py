@@ -62,7 +62,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .adk_compat import close_session_service
+from .adk_compat import adk_drops_unanswered_calls, close_session_service
 from .analysis import CallStatus, PairingLedger, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
@@ -452,16 +452,36 @@ def _shape_name(fallback: Fallback, ledger: PairingLedger) -> str:
     return fallback.value
 
 
+def _fallback_advice() -> str:
+    """What helps a view served as stored, on the installed ADK.
+
+    From 2.10 ADK's builder drops the unanswered calls, so the model no longer
+    sees them; `PairingPlugin` puts them back (`adk_pairing.restore_pass`).
+    Before 2.10 ADK sends them unanswered and the plugin answers them.
+    """
+    if adk_drops_unanswered_calls():
+        return (
+            "This ADK's request builder drops those calls, so the model is not told it "
+            "made them unless PairingPlugin is in the runner's plugins: it puts them back, "
+            "answered, in the request."
+        )
+    return (
+        "This ADK sends those calls unanswered, which Anthropic, Bedrock and OpenAI-style "
+        "providers reject, unless PairingPlugin is in the runner's plugins: it answers "
+        "them in the request."
+    )
+
+
 def _log_unproven(stored: Session, shape: str) -> None:
     if not _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
         return
     logger.warning(
         "Session %s has unanswered function calls in a history whose placeholders would "
         "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
-        "or merges them out of call order); the view serves its events as stored. Add "
-        "PairingPlugin to the runner to answer the calls in the request itself.",
+        "or merges them out of call order); the view serves its events as stored. %s",
         _session_key(stored),
         shape,
+        _fallback_advice(),
     )
 
 

@@ -209,10 +209,10 @@ def test_results_file_names_the_machine_the_command_and_every_target(quick_run):
     assert "not measured" not in markdown.split("### Targets")[1].split("###")[0]
 
 
-def test_request_pass_ratio_and_plugin_cpu_are_computed_for_both_requests(quick_run):
+def test_request_pass_ratio_and_plugin_cpu_are_computed_for_every_request(quick_run):
     rows = quick_run["results"]["request"]
     assert sorted((r["size"], r["health"]) for r in rows) == sorted(
-        (s, h) for s in QUICK_REQUEST_SIZES for h in HEALTHS
+        (s, h) for s in QUICK_REQUEST_SIZES for h in (*HEALTHS, "dropped")
     )
     for row in rows:
         assert row["rounds"] >= 3, row

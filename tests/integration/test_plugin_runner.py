@@ -38,15 +38,6 @@ def assert_every_request_satisfies_all_rules(script: Script) -> None:
         assert not found, f"request {number} breaks {found}"
 
 
-def adk_drops_unanswered_calls() -> bool:
-    """Whether ADK's request builder drops a call nothing answers (google-adk >= 2.10)."""
-    try:
-        from google.adk.flows.llm_flows.tools import _rearranger
-    except ImportError:
-        return False
-    return hasattr(_rearranger, "drop_orphaned_function_calls")
-
-
 def plugin_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         record.getMessage()
@@ -114,11 +105,11 @@ async def test_plugin_alone_answers_a_pending_call_followed_by_user_text(
 # to be stored and running (with the decorator it does not); not a plugin
 # matter, and the claim is the same on every store.
 @pytest.mark.parametrize("backend_spec", backend_params(PERSISTENT_KINDS), indirect=True)
-async def test_plugin_alone_sees_an_interrupted_call_only_where_adk_still_sends_it(
+async def test_plugin_alone_answers_an_interrupted_call_on_every_adk(
     backend: Backend,
 ) -> None:
-    # Why README recommends the view too: from google-adk 2.10 the request
-    # builder drops a call nothing answers before any plugin runs.
+    # From google-adk 2.10 the request builder drops a call nothing answers
+    # before any plugin runs; the plugin puts it back (`adk_pairing.restore_pass`).
     harness = Harness.build(
         backend,
         wrapped=False,
@@ -131,11 +122,9 @@ async def test_plugin_alone_sees_an_interrupted_call_only_where_adk_still_sends_
 
     assert_every_request_satisfies_all_rules(harness.script)
     last = harness.script.last
-    if adk_drops_unanswered_calls():
-        assert [c.id for c in last.function_calls] == []
-        assert placeholder_ids(last, CallStatus.MISSING.value) == []
-    else:
-        assert placeholder_ids(last, CallStatus.MISSING.value) == ["call_1"]
+    assert [c.id for c in last.function_calls] == ["call_1"]
+    assert placeholder_ids(last, CallStatus.MISSING.value) == ["call_1"]
+    assert harness.toolbox.started == {"hang": 1}
 
 
 async def test_plugin_alone_leaves_the_request_untouched_when_it_is_already_valid(

@@ -28,6 +28,7 @@ PURE = (
     "analysis_cache.py",
     "builder_traits.py",
     "request_pass.py",
+    "restore_pass.py",
     "ownership.py",
     "builder_check.py",
     "placeholders.py",
@@ -76,6 +77,8 @@ LAYER_OF = {
     # What the installed ADK does, detected by feature: read by the core and the shells.
     "adk_compat": CORE,
     "request_pass": PASSES,
+    # The plugin's restore of dropped calls: the view's placement, then the request pass.
+    "restore_pass": PASSES,
     "view": PASSES,
     "": SHELLS,
     "__main__": SHELLS,

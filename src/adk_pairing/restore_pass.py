@@ -1,0 +1,206 @@
+"""Putting back the calls ADK's request builder dropped: the pure half of the plugin's restore.
+
+From google-adk 2.10 the contents request processor drops a function call
+nothing answers (``drop_orphaned_function_calls``) before any plugin runs, so
+the request pass (`adk_pairing.request_pass`) cannot answer a call it never
+sees. The plugin restores it instead, with ADK's own builder and the view's
+placement, and this module holds the decisions, free of I/O:
+
+* `calls_the_request_lacks`: which calls the history holds open that the
+  request does not carry. It reads the ledger the view uses
+  (`adk_pairing.analysis.PairingLedger`, the installed ADK's traits), so there
+  is one model of who answers whom. A request that carries every open call,
+  or a history with none, is left to the request pass alone: that is the
+  common case and it costs no builder run.
+* `repaired_history`: the stored events with the view's placeholders placed
+  as the view places them (`adk_pairing.repair.place_repairs`, the same texts
+  and pending/missing rule). These are the events ADK's builder is run over a
+  second time; the builder then keeps every call, as it keeps a call with a
+  recorded result.
+* `splice`: the request with the contents ADK built from the stored events
+  replaced by those it built from the repaired ones. The request must be the
+  stored build plus transient user contents that processors after the
+  contents processor (instructions, ``model_input_context``) inserted between
+  its contents; each is put back at the same distance from the end (or the
+  start) of the history. Any other difference (another plugin or an agent
+  callback changed the contents, a processor rewrote them) means the request
+  is not what ADK built from the session, and nothing is spliced.
+
+The request pass then runs over the result, so the four rules hold whatever
+the builder made of the placeholders.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from google.adk.events.event import Event
+from google.genai import types
+
+from .analysis import PairingLedger, TrackedCall
+from .placeholders import PlaceholderTexts
+from .repair import place_repairs
+from .wire import MODEL_ROLES, branch_shows
+
+__all__ = [
+    "Splice",
+    "SpliceResult",
+    "calls_the_request_lacks",
+    "repaired_history",
+    "splice",
+]
+
+
+def calls_the_request_lacks(
+    ledger: PairingLedger,
+    events: Sequence[Event],
+    contents: Sequence[types.Content],
+    branch: str | None,
+) -> list[TrackedCall]:
+    """The open calls of `events` shown to an agent in `branch` whose id `contents` lack.
+
+    `ledger` is the ledger of `events`. A withheld call is left as stored on
+    purpose (`PairingLedger`), and ADK's builder never drops a call without
+    an id, so neither is counted. A call whose ``adk-`` id ADK stripped from
+    a Gemini request counts, whether ADK dropped it or kept it held open:
+    the restore then finds the same contents plus its placeholder, which the
+    request pass would add anyway. O(open calls + request parts); nothing is
+    read when no call is open.
+    """
+    open_calls = ledger.open_calls
+    if not open_calls:
+        return []
+    shown = [
+        call
+        for index, calls in open_calls.items()
+        if branch_shows(branch, events[index].branch or None)
+        for call in calls
+        if call.call_id and not call.withheld
+    ]
+    if not shown:
+        return []
+    sent_ids = {
+        part.function_call.id
+        for content in contents
+        if content.role in MODEL_ROLES
+        for part in content.parts or ()
+        if part.function_call is not None and part.function_call.id
+    }
+    return [call for call in shown if call.call_id not in sent_ids]
+
+
+def repaired_history(
+    events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
+) -> list[Event]:
+    """`events` with the view's placeholder after each open call, placed as the view places it.
+
+    Unchecked (`adk_pairing.repair.place_repairs`): here the request ADK's
+    builder makes of these events is itself what the request pass repairs,
+    so nothing depends on where ADK's rearranging puts a placeholder.
+    """
+    return place_repairs(events, ledger, texts).events
+
+
+class Splice(enum.Enum):
+    """What `splice` found."""
+
+    #: The repaired events give the same contents: nothing was dropped.
+    NOTHING_TO_RESTORE = "nothing_to_restore"
+    #: The request holds what ADK built from the session: `SpliceResult.contents` replace it.
+    RESTORED = "restored"
+    #: The request is not what ADK built from the session (a plugin or callback changed it).
+    CHANGED_BY_OTHERS = "changed_by_others"
+    #: The restored request would open with the model's turn where the (non-empty) request
+    #: did not (a malformed history with a call before any user message): strict-alternation
+    #: providers refuse that, and only a user turn nobody wrote would mend it.
+    WOULD_OPEN_WITH_THE_MODEL = "would_open_with_the_model"
+
+
+@dataclass(frozen=True, slots=True)
+class SpliceResult:
+    outcome: Splice
+    contents: list[types.Content] | None = None
+
+
+def _is_transient(content: types.Content) -> bool:
+    """A content a processor inserts into the history: user-side, no call or result."""
+    if content.role in MODEL_ROLES:
+        return False
+    return not any(
+        part.function_call is not None or part.function_response is not None
+        for part in content.parts or ()
+    )
+
+
+def splice(
+    request: Sequence[types.Content],
+    from_stored: Sequence[types.Content],
+    from_repaired: Sequence[types.Content],
+) -> SpliceResult:
+    """`request` with `from_stored` (ADK's contents from the stored events) replaced.
+
+    `request` must be `from_stored` with transient user contents inserted
+    between its contents (`_is_transient`; equal contents, compared by value,
+    since each build copies them). Each run of inserted contents goes into
+    `from_repaired` at the same place: the start, the end, or before the same
+    stretch of trailing contents (the processors insert before the latest
+    user turn), else after the same leading stretch; when neither matches,
+    the place is not certain and nothing is spliced.
+    """
+    if list(from_stored) == list(from_repaired):
+        return SpliceResult(Splice.NOTHING_TO_RESTORE)
+    if request and _opens_with_the_model(from_repaired) and not _opens_with_the_model(request):
+        return SpliceResult(Splice.WOULD_OPEN_WITH_THE_MODEL)
+    inserted: list[tuple[int, types.Content]] = []
+    matched = 0
+    stored_count = len(from_stored)
+    for content in request:
+        if matched < stored_count and content == from_stored[matched]:
+            matched += 1
+        elif _is_transient(content):
+            inserted.append((matched, content))
+        else:
+            return SpliceResult(Splice.CHANGED_BY_OTHERS)
+    if matched != stored_count:
+        return SpliceResult(Splice.CHANGED_BY_OTHERS)
+    repaired = list(from_repaired)
+    positions: list[int] = []
+    for before, _ in inserted:
+        position = _place_in_repaired(before, from_stored, repaired)
+        if position is None or (positions and position < positions[-1]):
+            return SpliceResult(Splice.CHANGED_BY_OTHERS)
+        positions.append(position)
+    result: list[types.Content] = []
+    start = 0
+    for position, (_, content) in zip(positions, inserted, strict=True):
+        result.extend(repaired[start:position])
+        result.append(content)
+        start = position
+    result.extend(repaired[start:])
+    return SpliceResult(Splice.RESTORED, result)
+
+
+def _opens_with_the_model(contents: Sequence[types.Content]) -> bool:
+    first = next((content for content in contents if content.parts), None)
+    return first is not None and first.role in MODEL_ROLES
+
+
+def _place_in_repaired(
+    before: int, from_stored: Sequence[types.Content], repaired: list[types.Content]
+) -> int | None:
+    """Where a content inserted before ``from_stored[before]`` goes in `repaired`."""
+    stored_count = len(from_stored)
+    if before == 0:
+        return 0
+    if before == stored_count:
+        return len(repaired)
+    trailing = stored_count - before
+    if trailing <= len(repaired) and repaired[len(repaired) - trailing :] == list(
+        from_stored[before:]
+    ):
+        return len(repaired) - trailing
+    if before <= len(repaired) and repaired[:before] == list(from_stored[:before]):
+        return before
+    return None
