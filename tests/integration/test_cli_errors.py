@@ -154,7 +154,7 @@ def test_unknown_session_says_how_to_list_sessions(sqlite_store: str) -> None:
     result = runner.invoke(
         app, ["show", sqlite_store, "--app", "shop", "--user", "alice", "--session", "nope"]
     )
-    assert_one_line_error(result, "no session", "'nope'", "adk-pairing scan")
+    assert_one_line_error(result, "no session", "'nope'", "List them with: adk-pairing show")
 
 
 def test_known_session_is_shown(sqlite_store: str) -> None:
@@ -189,3 +189,167 @@ def test_console_script_exits_2_with_one_line_and_no_traceback() -> None:
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect")
     assert SECRET not in done.stderr
+
+
+# -- the bad-input table: every wrong place an operator can point at, one line each ----
+
+
+def _database_file(path: Path) -> Path:
+    """A SQLite file written by ADK's DatabaseSessionService (one session of app shop)."""
+
+    async def create() -> None:
+        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+        try:
+            await service.create_session(app_name="shop", user_id="alice", session_id="known")
+        finally:
+            await close_session_service(service)
+
+    asyncio.run(create())
+    return path
+
+
+def _sqlite_service_file(path: Path) -> Path:
+    """A SQLite file written by ADK's SqliteSessionService (adk web's store)."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    async def create() -> None:
+        service = SqliteSessionService(db_path=str(path))
+        try:
+            await service.create_session(app_name="shop", user_id="alice", session_id="known")
+        finally:
+            await close_session_service(service)
+
+    asyncio.run(create())
+    return path
+
+
+def _empty_postgres_database(request: pytest.FixtureRequest) -> str:
+    """A fresh PostgreSQL database without tables (dropped after the test)."""
+    import asyncpg
+
+    require_server("PostgreSQL", PG_HOST, PG_PORT)
+    name = f"adkp_cli_bare_{uuid.uuid4().hex[:8]}"
+
+    async def admin(sql: str) -> None:
+        connection = await asyncpg.connect(
+            host=PG_HOST, port=PG_PORT, user="postgres", database="postgres"
+        )
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    request.addfinalizer(
+        lambda: asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    )
+    return f"postgresql+asyncpg://postgres:{SECRET}@{PG_HOST}:{PG_PORT}/{name}"
+
+
+def _bad_input(
+    case: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], tuple[str, ...]]:
+    """The command line of one case of the table, and what its one line must say."""
+    sqlite = f"sqlite+aiosqlite:///{tmp_path}"
+    if case == "nonexistent path":
+        return ["scan", f"{sqlite}/typo.db"], ("no SQLite database at", "typo.db")
+    if case == "directory":
+        return ["scan", sqlite], ("is a directory, not a SQLite file",)
+    if case == "non-SQLite file":
+        (tmp_path / "notes.txt").write_text("not a database, only text\n" * 40)
+        return ["scan", f"{sqlite}/notes.txt"], ("is not a SQLite database",)
+    if case == "0-byte file":
+        (tmp_path / "empty.db").touch()
+        return ["scan", f"{sqlite}/empty.db"], ("has no ADK session tables", "empty file")
+    if case == "DatabaseSessionService file as sqlite://":
+        path = _database_file(tmp_path / "db.db")
+        return ["scan", f"sqlite:///{path}"], (
+            "written by DatabaseSessionService",
+            f"use sqlite+aiosqlite:///{path}",
+        )
+    if case == "SqliteSessionService file as sqlite+aiosqlite://":
+        path = _sqlite_service_file(tmp_path / "web.db")
+        return ["scan", f"sqlite+aiosqlite:///{path}"], (
+            "written by SqliteSessionService",
+            f"use sqlite:///{path}",
+        )
+    if case == "empty PostgreSQL database":
+        return ["scan", _empty_postgres_database(request)], ("has no ADK session tables",)
+    if case == "unknown scheme":
+        return ["scan", f"nosuchdb://u:{SECRET}@host/db", "--app", "a"], ("bad store URI",)
+    if case == "missing driver extra":
+        # The driver is absent as far as Python's import system can tell.
+        monkeypatch.setitem(sys.modules, "asyncpg", None)
+        uri = f"postgresql+asyncpg://postgres:{SECRET}@{PG_HOST}:{PG_PORT}/postgres"
+        return ["scan", uri], ("needs asyncpg", "pip install")
+    if case == "unknown session":
+        path = _database_file(tmp_path / "db.db")
+        args = ["show", f"sqlite+aiosqlite:///{path}", "--app", "shop", "--user", "alice"]
+        return [*args, "--session", "nope"], (
+            "no session 'nope'",
+            "(known)",
+            f"List them with: adk-pairing show sqlite+aiosqlite:///{path} --app shop --user alice",
+        )
+    if case == "unknown app":
+        path = _database_file(tmp_path / "db.db")
+        return ["scan", f"sqlite+aiosqlite:///{path}", "--app", "nosuchapp"], (
+            "no app 'nosuchapp'",
+            "it holds 1 app: 'shop'",
+        )
+    if case == "unknown user":
+        path = _sqlite_service_file(tmp_path / "web.db")
+        return ["scan", f"sqlite:///{path}", "--user", "bobb"], (
+            "user 'bobb' has no session",
+            "it holds 1 user: 'alice'",
+        )
+    if case == "unknown -o key":
+        path = _database_file(tmp_path / "db.db")
+        return ["scan", f"sqlite+aiosqlite:///{path}", "-o", "pool_sizee=3"], (
+            "unknown -o option 'pool_sizee'",
+            "pool_size, pool_timeout",
+        )
+    raise AssertionError(case)
+
+
+BAD_INPUTS = (
+    "nonexistent path",
+    "directory",
+    "non-SQLite file",
+    "0-byte file",
+    "DatabaseSessionService file as sqlite://",
+    "SqliteSessionService file as sqlite+aiosqlite://",
+    "empty PostgreSQL database",
+    "unknown scheme",
+    "missing driver extra",
+    "unknown session",
+    "unknown app",
+    "unknown user",
+    "unknown -o key",
+)
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_naming_the_fix(
+    case: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, needles = _bad_input(case, tmp_path, request, monkeypatch)
+    line = assert_one_line_error(runner.invoke(app, args), *needles)
+    # Never the read-only URL adk-pairing rewrote the operator's into.
+    assert "REDACTED" not in line and "mode=ro" not in line, line
+
+
+def test_a_read_only_file_is_scanned(tmp_path: Path) -> None:
+    """The last row of the table is no error: a scan needs only read access to the file."""
+    path = _database_file(tmp_path / "db.db")
+    path.chmod(0o444)
+    result = runner.invoke(app, ["scan", f"sqlite+aiosqlite:///{path}", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"sessions_scanned": 1' in result.stdout
+
+
+def test_a_scan_that_reads_nothing_under_fail_on_exits_2(sqlite_store: str) -> None:
+    result = runner.invoke(app, ["scan", sqlite_store, "--since", "2999-01-01", "--fail-on", "any"])
+    assert_one_line_error(result, "read no session", "--fail-on any")
+    assert "Scanned 0 sessions" in result.stdout
+    quiet = runner.invoke(app, ["scan", sqlite_store, "--since", "2999-01-01"])
+    assert quiet.exit_code == 0, quiet.output  # without --fail-on, an empty window is an answer
