@@ -287,10 +287,14 @@ def test_fail_on_sets_exit_code_for_cron(
     assert result.exit_code == expected_code, result.output
 
 
-def test_healthy_app_passes_fail_on_any(sql_store: Store) -> None:
+def test_an_app_the_store_does_not_hold_is_an_error_not_a_clean_scan(sql_store: Store) -> None:
+    """A typo in --app must not pass --fail-on forever: exit 2, naming the apps there are."""
     result = cli("scan", sql_store.uri, "--app", "no_such_app", "--fail-on", "any", "--json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["sessions_scanned"] == 0
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    # The store (shared by this test session's stores on PostgreSQL) holds this one's app.
+    assert "no app 'no_such_app'" in line and "it holds" in line and "apps: '" in line, line
 
 
 def test_scan_text_lists_broken_sessions_without_progress_bar_off_a_terminal(

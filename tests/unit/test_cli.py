@@ -110,7 +110,9 @@ def test_postgres_target_forces_read_only_transactions_and_keeps_options() -> No
 
 def test_sqlite_target_opens_file_in_read_only_uri_mode(tmp_path: Any) -> None:
     path = tmp_path / "s.db"
-    path.write_bytes(b"")
+    # DatabaseSessionService's layout, as far as the scheme check looks.
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE sessions (app_name TEXT, id TEXT, update_time DATETIME)")
     target, _, _ = read_only_target(f"sqlite+aiosqlite:///{path}?timeout=3", {})
     assert target == f"sqlite+aiosqlite:///file:{path}?mode=ro&uri=true&timeout=3"
 
