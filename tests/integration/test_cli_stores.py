@@ -303,6 +303,9 @@ def test_scan_text_lists_broken_sessions_without_progress_bar_off_a_terminal(
     result = cli("scan", sql_store.uri, "--app", sql_store.app)
     assert result.exit_code == 0, result.output
     out = result.stdout
+    assert [line.rstrip() for line in out.splitlines()] == out.splitlines(), "trailing spaces"
+    # The next step under missing calls: check the side effects; the store is never written.
+    assert "Check its side effects" in out and "never writes to the store" in out
     assert "Scanned 6 sessions" in out
     assert "3 with missing calls (4 calls)" in out and "2 with pending calls (2 calls)" in out
     for _user, session, call_id, _name, _status in EXPECTED_FINDINGS:
