@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from typer.testing import CliRunner
 
@@ -43,17 +44,7 @@ def assert_one_line_error(result: object, *needles: str) -> str:
 
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> str:
-    uri = f"sqlite+aiosqlite:///{tmp_path / 'one.db'}"
-
-    async def create() -> None:
-        service = DatabaseSessionService(db_url=uri)
-        try:
-            await service.create_session(app_name="shop", user_id="alice", session_id="known")
-        finally:
-            await close_session_service(service)
-
-    asyncio.run(create())
-    return uri
+    return f"sqlite+aiosqlite:///{_database_file(tmp_path / 'one.db')}"
 
 
 @pytest.fixture
@@ -113,20 +104,24 @@ def test_nonexistent_postgres_database_names_the_database(postgres_up: None) -> 
     assert_one_line_error(result, f'database "{name}" does not exist', "database name")
 
 
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(
+        host=PG_HOST, port=PG_PORT, user="postgres", database="postgres"
+    )
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
 def test_postgres_database_without_adk_tables_is_left_untouched(postgres_up: None) -> None:
     """ADK would create its tables on first read; the read-only connection refuses."""
     import asyncpg
 
     name = f"adkp_cli_empty_{uuid.uuid4().hex[:8]}"
-
-    async def admin(sql: str) -> None:
-        connection = await asyncpg.connect(
-            host=PG_HOST, port=PG_PORT, user="postgres", database="postgres"
-        )
-        try:
-            await connection.execute(sql)
-        finally:
-            await connection.close()
+    admin = _pg_admin
 
     async def tables() -> list[str]:
         connection = await asyncpg.connect(
@@ -194,11 +189,10 @@ def test_console_script_exits_2_with_one_line_and_no_traceback() -> None:
 # -- the bad-input table: every wrong place an operator can point at, one line each ----
 
 
-def _database_file(path: Path) -> Path:
-    """A SQLite file written by ADK's DatabaseSessionService (one session of app shop)."""
+def _one_session(service: BaseSessionService, path: Path) -> Path:
+    """`path`, once `service` has stored one session there (app shop, user alice, "known")."""
 
     async def create() -> None:
-        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
         try:
             await service.create_session(app_name="shop", user_id="alice", session_id="known")
         finally:
@@ -206,42 +200,27 @@ def _database_file(path: Path) -> Path:
 
     asyncio.run(create())
     return path
+
+
+def _database_file(path: Path) -> Path:
+    """A SQLite file written by ADK's DatabaseSessionService."""
+    return _one_session(DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}"), path)
 
 
 def _sqlite_service_file(path: Path) -> Path:
     """A SQLite file written by ADK's SqliteSessionService (adk web's store)."""
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    async def create() -> None:
-        service = SqliteSessionService(db_path=str(path))
-        try:
-            await service.create_session(app_name="shop", user_id="alice", session_id="known")
-        finally:
-            await close_session_service(service)
-
-    asyncio.run(create())
-    return path
+    return _one_session(SqliteSessionService(db_path=str(path)), path)
 
 
 def _empty_postgres_database(request: pytest.FixtureRequest) -> str:
     """A fresh PostgreSQL database without tables (dropped after the test)."""
-    import asyncpg
-
     require_server("PostgreSQL", PG_HOST, PG_PORT)
     name = f"adkp_cli_bare_{uuid.uuid4().hex[:8]}"
-
-    async def admin(sql: str) -> None:
-        connection = await asyncpg.connect(
-            host=PG_HOST, port=PG_PORT, user="postgres", database="postgres"
-        )
-        try:
-            await connection.execute(sql)
-        finally:
-            await connection.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
     request.addfinalizer(
-        lambda: asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        lambda: asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     )
     return f"postgresql+asyncpg://postgres:{SECRET}@{PG_HOST}:{PG_PORT}/{name}"
 

@@ -184,6 +184,18 @@ def _under_pty(uri: str, *args: str) -> tuple[subprocess.Popen[bytes], Output, O
     return process, Output(process.stdout.fileno()), Output(leader)
 
 
+def _sigint_under_pty(uri: str, *args: str) -> tuple[int, str, str]:
+    """SIGINT once the progress bar shows a rate; the exit code, stdout and the terminal."""
+    process, stdout, terminal = _under_pty(uri, *args)
+    try:
+        terminal.wait_for(b"sessions/s", process, STOP_BOUND)
+        process.send_signal(signal.SIGINT)
+        code, _ = _ended(process, stdout, terminal)
+    finally:
+        process.kill()
+    return code, stdout.drain(), terminal.drain()
+
+
 def _in_pipe(uri: str, *args: str) -> tuple[subprocess.Popen[bytes], Output, Output]:
     process = subprocess.Popen(
         [*COMMAND, uri, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -193,14 +205,7 @@ def _in_pipe(uri: str, *args: str) -> tuple[subprocess.Popen[bytes], Output, Out
 
 
 def test_sigint_under_a_terminal_prints_the_partial_counts_and_exits_130(big_store: str) -> None:
-    process, stdout, terminal = _under_pty(big_store)
-    try:
-        terminal.wait_for(b"sessions/s", process, STOP_BOUND)
-        process.send_signal(signal.SIGINT)
-        code, _ = _ended(process, stdout, terminal)
-    finally:
-        process.kill()
-    report, screen = stdout.drain(), terminal.drain()
+    code, report, screen = _sigint_under_pty(big_store)
     assert code == 130, (report, screen)
     assert "partial: stopped before the end" in report, report
     scanned = int(report.split("Scanned ")[1].split(" session")[0].replace(",", ""))
@@ -209,17 +214,12 @@ def test_sigint_under_a_terminal_prints_the_partial_counts_and_exits_130(big_sto
 
 
 def test_sigint_with_json_under_a_terminal_says_partial(big_store: str) -> None:
-    process, stdout, terminal = _under_pty(big_store, "--json")
-    try:
-        terminal.wait_for(b"sessions/s", process, STOP_BOUND)
-        process.send_signal(signal.SIGINT)
-        code, _ = _ended(process, stdout, terminal)
-    finally:
-        process.kill()
-    report = json.loads(stdout.drain())
+    code, printed, _ = _sigint_under_pty(big_store, "--json")
+    report = json.loads(printed)
     assert code == 130
     assert report["partial"] is True
     assert report["sessions_scanned"] < SESSIONS
+    assert report["apps"] == ["shop"]  # the apps met so far, as a whole scan names them
 
 
 @pytest.mark.parametrize(

@@ -319,10 +319,6 @@ async def scan_store(
         if reader is not None and options.reader is not ReaderChoice.GET_SESSION:
             result.reader = f"direct: {reader.description}"
             await _scan_direct(reader, window, options, hooks, result, store.uri, stop)
-            if apps is None:
-                # The apps the reader met (listing them first would cost Redis a
-                # second pass over every session).
-                result.apps = sorted(result.per_app)
         else:
             result.mode = "strict"  # get_session validates every event
             scanned = window
@@ -337,6 +333,10 @@ async def scan_store(
 
     try:
         await _until_done_or_stopped(read(), stop, result)
+        if apps is None and not result.apps:
+            # The apps the direct reader met, also when stopped (listing them
+            # first would cost Redis a second pass over every session).
+            result.apps = sorted(result.per_app)
         if not result.partial:
             await refuse_names_matching_nothing(store, reader, window, result)
     finally:
