@@ -270,8 +270,9 @@ def _bad_input(
             f"List them with: adk-pairing show sqlite+aiosqlite:///{path} --app shop --user alice",
         )
     if case == "unknown app":
-        path = _database_file(tmp_path / "db.db")
-        return ["scan", f"sqlite+aiosqlite:///{path}", "--app", "nosuchapp"], (
+        # SqliteSessionService's file, which every supported release reads directly.
+        path = _sqlite_service_file(tmp_path / "web.db")
+        return ["scan", f"sqlite:///{path}", "--app", "nosuchapp"], (
             "no app 'nosuchapp'",
             "it holds 1 app: 'shop'",
         )
@@ -321,14 +322,15 @@ def test_a_read_only_file_is_scanned(tmp_path: Path) -> None:
     """The last row of the table is no error: a scan needs only read access to the file."""
     path = _database_file(tmp_path / "db.db")
     path.chmod(0o444)
-    result = runner.invoke(app, ["scan", f"sqlite+aiosqlite:///{path}", "--json"])
+    result = runner.invoke(app, ["scan", f"sqlite+aiosqlite:///{path}", "--app", "shop", "--json"])
     assert result.exit_code == 0, result.output
     assert '"sessions_scanned": 1' in result.stdout
 
 
 def test_a_scan_that_reads_nothing_under_fail_on_exits_2(sqlite_store: str) -> None:
-    result = runner.invoke(app, ["scan", sqlite_store, "--since", "2999-01-01", "--fail-on", "any"])
+    window = ["--app", "shop", "--since", "2999-01-01"]
+    result = runner.invoke(app, ["scan", sqlite_store, *window, "--fail-on", "any"])
     assert_one_line_error(result, "read no session", "--fail-on any")
     assert "Scanned 0 sessions" in result.stdout
-    quiet = runner.invoke(app, ["scan", sqlite_store, "--since", "2999-01-01"])
+    quiet = runner.invoke(app, ["scan", sqlite_store, *window])
     assert quiet.exit_code == 0, quiet.output  # without --fail-on, an empty window is an answer

@@ -453,7 +453,12 @@ def show(
 
 def main() -> None:
     """Console-script entry point (``adk-pairing``)."""
-    app(prog_name="adk-pairing")
+    try:
+        app(prog_name="adk-pairing")
+    except KeyboardInterrupt:
+        # Ctrl-C before a command could take it over (while importing ADK).
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":  # pragma: no cover
