@@ -293,8 +293,11 @@ def test_an_app_the_store_does_not_hold_is_an_error_not_a_clean_scan(sql_store: 
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
-    # The store (shared by this test session's stores on PostgreSQL) holds this one's app.
-    assert "no app 'no_such_app'" in line and "it holds" in line and "apps: '" in line, line
+    if HAS_SESSION_SCHEMAS:
+        # The store (shared by this test session's stores on PostgreSQL) holds this one's app.
+        assert "no app 'no_such_app'" in line and "it holds" in line and "apps: '" in line, line
+    else:  # google-adk 1.20 is read through get_session, which cannot list apps
+        assert "no session in app 'no_such_app'" in line, line
 
 
 def test_scan_text_lists_broken_sessions_without_progress_bar_off_a_terminal(
