@@ -32,6 +32,7 @@ Rules, chosen so a mistake is caught at start-up rather than in production:
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -254,7 +255,11 @@ def _describe(error: dict[str, Any]) -> str:
         model = _MODELS_BY_PATH.get(parent)
         allowed = _allowed_keys(model) if model else "none"
         where = f"under {parent}" if parent else "at the top level"
-        return f"{key_path}: unknown key {location[-1]!r}; allowed keys {where}: {allowed}."
+        close = difflib.get_close_matches(
+            location[-1], list(model.model_fields) if model else [], 1
+        )
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{key_path}: unknown key {location[-1]!r}{hint}; allowed keys {where}: {allowed}."
     if kind == "missing":
         return (
             f"{key_path}: required key is missing; expected {_EXPECTED.get(key_path, 'a value')}."
@@ -293,8 +298,11 @@ def load_config(
     try:
         config = ConfigFile.model_validate(expanded)
     except ValidationError as error:
-        problems = [_describe(item) for item in error.errors(include_input=False)]
-        raise ConfigError(file_path, "; ".join(problems)) from None
+        items = error.errors(include_input=False)
+        # A misspelt key also makes the key it stands for missing: the
+        # misspelling, the cause, comes first. Each problem ends with a period.
+        items.sort(key=lambda item: item["type"] != "extra_forbidden")
+        raise ConfigError(file_path, " ".join(_describe(item) for item in items)) from None
 
     block = config.session_service
     uri = block.uri

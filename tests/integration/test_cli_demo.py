@@ -118,6 +118,8 @@ def test_demo_text_fits_a_screen_and_says_what_happened(tmp_path: Path) -> None:
     else:
         assert f"ADK {ADK_VERSION} sent the unanswered call; Anthropic would reject" in out
         assert "Dropping function calls" not in out
+        # The request is the history as stored: its violation is quoted once, not twice.
+        assert out.count("were found without") == 1, out
     assert "request passes Anthropic's pairing rule" in out
     assert "synthetic result, status 'missing'" in out
     assert "byte-for-byte unchanged" in out

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from typer.testing import CliRunner
 
@@ -43,17 +44,7 @@ def assert_one_line_error(result: object, *needles: str) -> str:
 
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> str:
-    uri = f"sqlite+aiosqlite:///{tmp_path / 'one.db'}"
-
-    async def create() -> None:
-        service = DatabaseSessionService(db_url=uri)
-        try:
-            await service.create_session(app_name="shop", user_id="alice", session_id="known")
-        finally:
-            await close_session_service(service)
-
-    asyncio.run(create())
-    return uri
+    return f"sqlite+aiosqlite:///{_database_file(tmp_path / 'one.db')}"
 
 
 @pytest.fixture
@@ -113,20 +104,24 @@ def test_nonexistent_postgres_database_names_the_database(postgres_up: None) -> 
     assert_one_line_error(result, f'database "{name}" does not exist', "database name")
 
 
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(
+        host=PG_HOST, port=PG_PORT, user="postgres", database="postgres"
+    )
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
 def test_postgres_database_without_adk_tables_is_left_untouched(postgres_up: None) -> None:
     """ADK would create its tables on first read; the read-only connection refuses."""
     import asyncpg
 
     name = f"adkp_cli_empty_{uuid.uuid4().hex[:8]}"
-
-    async def admin(sql: str) -> None:
-        connection = await asyncpg.connect(
-            host=PG_HOST, port=PG_PORT, user="postgres", database="postgres"
-        )
-        try:
-            await connection.execute(sql)
-        finally:
-            await connection.close()
+    admin = _pg_admin
 
     async def tables() -> list[str]:
         connection = await asyncpg.connect(
@@ -154,7 +149,7 @@ def test_unknown_session_says_how_to_list_sessions(sqlite_store: str) -> None:
     result = runner.invoke(
         app, ["show", sqlite_store, "--app", "shop", "--user", "alice", "--session", "nope"]
     )
-    assert_one_line_error(result, "no session", "'nope'", "adk-pairing scan")
+    assert_one_line_error(result, "no session", "'nope'", "List them with: adk-pairing show")
 
 
 def test_known_session_is_shown(sqlite_store: str) -> None:
@@ -189,3 +184,153 @@ def test_console_script_exits_2_with_one_line_and_no_traceback() -> None:
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect")
     assert SECRET not in done.stderr
+
+
+# -- the bad-input table: every wrong place an operator can point at, one line each ----
+
+
+def _one_session(service: BaseSessionService, path: Path) -> Path:
+    """`path`, once `service` has stored one session there (app shop, user alice, "known")."""
+
+    async def create() -> None:
+        try:
+            await service.create_session(app_name="shop", user_id="alice", session_id="known")
+        finally:
+            await close_session_service(service)
+
+    asyncio.run(create())
+    return path
+
+
+def _database_file(path: Path) -> Path:
+    """A SQLite file written by ADK's DatabaseSessionService."""
+    return _one_session(DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}"), path)
+
+
+def _sqlite_service_file(path: Path) -> Path:
+    """A SQLite file written by ADK's SqliteSessionService (adk web's store)."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    return _one_session(SqliteSessionService(db_path=str(path)), path)
+
+
+def _empty_postgres_database(request: pytest.FixtureRequest) -> str:
+    """A fresh PostgreSQL database without tables (dropped after the test)."""
+    require_server("PostgreSQL", PG_HOST, PG_PORT)
+    name = f"adkp_cli_bare_{uuid.uuid4().hex[:8]}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    request.addfinalizer(
+        lambda: asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    )
+    return f"postgresql+asyncpg://postgres:{SECRET}@{PG_HOST}:{PG_PORT}/{name}"
+
+
+def _bad_input(
+    case: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], tuple[str, ...]]:
+    """The command line of one case of the table, and what its one line must say."""
+    sqlite = f"sqlite+aiosqlite:///{tmp_path}"
+    if case == "nonexistent path":
+        return ["scan", f"{sqlite}/typo.db"], ("no SQLite database at", "typo.db")
+    if case == "directory":
+        return ["scan", sqlite], ("is a directory, not a SQLite file",)
+    if case == "non-SQLite file":
+        (tmp_path / "notes.txt").write_text("not a database, only text\n" * 40)
+        return ["scan", f"{sqlite}/notes.txt"], ("is not a SQLite database",)
+    if case == "0-byte file":
+        (tmp_path / "empty.db").touch()
+        return ["scan", f"{sqlite}/empty.db"], ("has no ADK session tables", "empty file")
+    if case == "DatabaseSessionService file as sqlite://":
+        path = _database_file(tmp_path / "db.db")
+        return ["scan", f"sqlite:///{path}"], (
+            "written by DatabaseSessionService",
+            f"use sqlite+aiosqlite:///{path}",
+        )
+    if case == "SqliteSessionService file as sqlite+aiosqlite://":
+        path = _sqlite_service_file(tmp_path / "web.db")
+        return ["scan", f"sqlite+aiosqlite:///{path}"], (
+            "written by SqliteSessionService",
+            f"use sqlite:///{path}",
+        )
+    if case == "empty PostgreSQL database":
+        return ["scan", _empty_postgres_database(request)], ("has no ADK session tables",)
+    if case == "unknown scheme":
+        return ["scan", f"nosuchdb://u:{SECRET}@host/db", "--app", "a"], ("bad store URI",)
+    if case == "missing driver extra":
+        # The driver is absent as far as Python's import system can tell.
+        monkeypatch.setitem(sys.modules, "asyncpg", None)
+        uri = f"postgresql+asyncpg://postgres:{SECRET}@{PG_HOST}:{PG_PORT}/postgres"
+        return ["scan", uri], ("needs asyncpg", "pip install")
+    if case == "unknown session":
+        path = _database_file(tmp_path / "db.db")
+        args = ["show", f"sqlite+aiosqlite:///{path}", "--app", "shop", "--user", "alice"]
+        return [*args, "--session", "nope"], (
+            "no session 'nope'",
+            "(known)",
+            f"List them with: adk-pairing show sqlite+aiosqlite:///{path} --app shop --user alice",
+        )
+    if case == "unknown app":
+        # SqliteSessionService's file, which every supported release reads directly.
+        path = _sqlite_service_file(tmp_path / "web.db")
+        return ["scan", f"sqlite:///{path}", "--app", "nosuchapp"], (
+            "no app 'nosuchapp'",
+            "it holds 1 app: 'shop'",
+        )
+    if case == "unknown user":
+        path = _sqlite_service_file(tmp_path / "web.db")
+        return ["scan", f"sqlite:///{path}", "--user", "bobb"], (
+            "user 'bobb' has no session",
+            "it holds 1 user: 'alice'",
+        )
+    if case == "unknown -o key":
+        path = _database_file(tmp_path / "db.db")
+        return ["scan", f"sqlite+aiosqlite:///{path}", "-o", "pool_sizee=3"], (
+            "unknown -o option 'pool_sizee'",
+            "pool_size, pool_timeout",
+        )
+    raise AssertionError(case)
+
+
+BAD_INPUTS = (
+    "nonexistent path",
+    "directory",
+    "non-SQLite file",
+    "0-byte file",
+    "DatabaseSessionService file as sqlite://",
+    "SqliteSessionService file as sqlite+aiosqlite://",
+    "empty PostgreSQL database",
+    "unknown scheme",
+    "missing driver extra",
+    "unknown session",
+    "unknown app",
+    "unknown user",
+    "unknown -o key",
+)
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_naming_the_fix(
+    case: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, needles = _bad_input(case, tmp_path, request, monkeypatch)
+    line = assert_one_line_error(runner.invoke(app, args), *needles)
+    # Never the read-only URL adk-pairing rewrote the operator's into.
+    assert "REDACTED" not in line and "mode=ro" not in line, line
+
+
+def test_a_read_only_file_is_scanned(tmp_path: Path) -> None:
+    """The last row of the table is no error: a scan needs only read access to the file."""
+    path = _database_file(tmp_path / "db.db")
+    path.chmod(0o444)
+    result = runner.invoke(app, ["scan", f"sqlite+aiosqlite:///{path}", "--app", "shop", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"sessions_scanned": 1' in result.stdout
+
+
+def test_a_scan_that_reads_nothing_under_fail_on_exits_2(sqlite_store: str) -> None:
+    window = ["--app", "shop", "--since", "2999-01-01"]
+    result = runner.invoke(app, ["scan", sqlite_store, *window, "--fail-on", "any"])
+    assert_one_line_error(result, "read no session", "--fail-on any")
+    assert "Scanned 0 sessions" in result.stdout
+    quiet = runner.invoke(app, ["scan", sqlite_store, *window])
+    assert quiet.exit_code == 0, quiet.output  # without --fail-on, an empty window is an answer

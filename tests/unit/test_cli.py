@@ -110,7 +110,9 @@ def test_postgres_target_forces_read_only_transactions_and_keeps_options() -> No
 
 def test_sqlite_target_opens_file_in_read_only_uri_mode(tmp_path: Any) -> None:
     path = tmp_path / "s.db"
-    path.write_bytes(b"")
+    # DatabaseSessionService's layout, as far as the scheme check looks.
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE sessions (app_name TEXT, id TEXT, update_time DATETIME)")
     target, _, _ = read_only_target(f"sqlite+aiosqlite:///{path}?timeout=3", {})
     assert target == f"sqlite+aiosqlite:///file:{path}?mode=ro&uri=true&timeout=3"
 
@@ -344,3 +346,34 @@ def test_a_finding_names_the_irregular_shape_of_its_session() -> None:
     assert [f.shapes for f in found] == [["call_id_reused_while_open"]] * 2
     regular = findings_of("app", "ada", "s2", reused[:2], now=0.0)
     assert [f.shapes for f in regular] == [[]]
+
+
+# -- help ---------------------------------------------------------------------
+
+
+def test_help_names_arguments_as_written_and_fits_the_command_list() -> None:
+    from typer.testing import CliRunner
+
+    from adk_pairing.cli import app
+
+    runner = CliRunner()
+    top = runner.invoke(app, ["--help"], terminal_width=80).stdout
+    commands = top.split("Commands:")[1].strip().splitlines()
+    assert len(commands) == 3 and not any(line.endswith("...") for line in commands), top
+    scan = runner.invoke(app, ["scan", "--help"], terminal_width=100).stdout
+    show = runner.invoke(app, ["show", "--help"], terminal_width=100).stdout
+    assert "Usage: adk-pairing scan [OPTIONS] URI | --merge FILE...\n" in scan, scan
+    assert "Usage: adk-pairing show [OPTIONS] URI\n" in show, show
+    for text in (scan, show):
+        for typer_label in ("<list[str]>", "<int range>", "<str>", "{URI}", "]..."):
+            assert typer_label not in text, (typer_label, text)
+    assert "--concurrency N" in scan and "--limit N" in scan
+
+
+def test_merge_refuses_a_partial_shard_report() -> None:
+    from adk_pairing.cli._scan import merge_reports
+
+    report = ScanResult(store="s", apps=["a"], user=None, read_only="r", shard="0/1").to_json()
+    merge_reports([("whole.json", report)])  # the control: a whole shard merges
+    with pytest.raises(CliError, match="partial scan"):
+        merge_reports([("stopped.json", {**report, "partial": True})])

@@ -311,6 +311,10 @@ def test_unknown_top_level_key_is_an_error(tmp_path):
     assert "session_services: unknown key 'session_services'" in message
     assert "allowed keys at the top level: session_service" in message
     assert "session_service: required key is missing" in message
+    # The misspelling (the cause) first, with the key it stands for; sentences, not ".;".
+    assert message.index("unknown key") < message.index("required key is missing")
+    assert "(did you mean 'session_service'?)" in message
+    assert ".;" not in message and message.endswith(".")
 
 
 @pytest.mark.parametrize(

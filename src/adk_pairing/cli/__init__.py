@@ -7,16 +7,49 @@ server, wrong credentials, unknown session), reported in one line.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from ._common import EXIT_ERROR, EXIT_FOUND, dumps, run, stdout_console
 
 if TYPE_CHECKING:
     from ._scan import ScanResult
+    from ._stop import StopRequest
+
+
+class PlainHelpCommand(TyperCommand):
+    """Help whose arguments read as written: ``URI``, not typer's ``{URI}`` and ``<str>``."""
+
+    def _arguments(self, ctx: click.Context) -> list[click.Parameter]:
+        return [p for p in self.get_params(ctx) if p.param_type_name == "argument"]
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return ["[OPTIONS]", *(p.metavar or (p.name or "").upper() for p in self._arguments(ctx))]
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        arguments = [
+            (p.metavar or (p.name or "").upper(), getattr(p, "help", None) or "")
+            for p in self._arguments(ctx)
+        ]
+        options = [
+            record
+            for p in self.get_params(ctx)
+            if p.param_type_name == "option" and (record := p.get_help_record(ctx)) is not None
+        ]
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl(arguments)
+        if options:
+            with formatter.section("Options"):
+                formatter.write_dl(options)
+
 
 app = typer.Typer(
     name="adk-pairing",
@@ -77,7 +110,7 @@ def _options(
     """Find and show unanswered tool calls in ADK session stores, and demo the repair."""
 
 
-@app.command()
+@app.command(cls=PlainHelpCommand, short_help="Kill a real ADK turn mid-tool and show the repair.")
 def demo(
     db: Annotated[
         Path | None,
@@ -100,7 +133,9 @@ def demo(
         raise typer.Exit(EXIT_FOUND)
 
 
-@app.command()
+@app.command(
+    cls=PlainHelpCommand, short_help="Report stored sessions with missing and pending calls."
+)
 def scan(
     targets: Annotated[
         list[str] | None,
@@ -157,10 +192,12 @@ def scan(
         ),
     ] = "auto",
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="get_session reads at once.")
+        int,
+        typer.Option("--concurrency", metavar="N", min=1, help="get_session reads at once."),
     ] = 8,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Sessions per batch (direct reads).")
+        int,
+        typer.Option("--batch-size", metavar="N", min=1, help="Sessions per batch (direct reads)."),
     ] = 100,
     timeout: Annotated[
         float | None,
@@ -174,7 +211,7 @@ def scan(
         ),
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows shown in the text table.")
+        int, typer.Option("--limit", metavar="N", min=0, help="Rows shown in the text table.")
     ] = 50,
     strict: Annotated[
         bool,
@@ -216,7 +253,7 @@ def scan(
     debug: DebugOpt = False,
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
-    from ._common import parse_time, stderr_console
+    from ._common import CliError, parse_time, stderr_console
     from ._direct import Shard
     from ._scan import (
         FAIL_ON_CHOICES,
@@ -229,6 +266,7 @@ def scan(
         scan_store,
         scan_with_progress,
     )
+    from ._stop import StopRequest, stop_on_signals
     from ._store import open_read_only, parse_options
 
     if fail_on not in FAIL_ON_CHOICES:
@@ -267,7 +305,22 @@ def scan(
             on_unreadable=lambda item: _print_line({"type": "unreadable", **item}),
         )
 
+    stop = StopRequest()
+
     async def go() -> ScanResult:
+        with stop_on_signals(stop):
+            try:
+                return await scan_until_stopped()
+            except asyncio.CancelledError:
+                if not stop.requested:
+                    raise
+                # Stopped while the store was being opened: nothing was read.
+                raise CliError(
+                    f"interrupted by {stop.signal_name} before any session was read",
+                    exit_code=stop.exit_code,
+                ) from None
+
+    async def scan_until_stopped() -> ScanResult:
         options = ScanOptions(
             apps=app_names or None,
             user=user,
@@ -283,19 +336,31 @@ def scan(
         store = open_read_only(uri, parse_options(option))
         try:
             if err.is_terminal and not debug:
-                return await scan_with_progress(store, options, hooks, err)
-            return await scan_store(store, options, hooks)
+                return await scan_with_progress(store, options, hooks, err, stop)
+            return await scan_store(store, options, hooks, stop)
         finally:
             await store.close()
 
-    _finish_scan(run(go(), uri=uri, debug=debug), json_output, json_lines, limit, fail_on)
+    result = run(go(), uri=uri, debug=debug)
+    _finish_scan(result, json_output, json_lines, limit, fail_on, stop)
 
 
 def _finish_scan(
-    result: ScanResult, json_output: bool, json_lines: bool, limit: int, fail_on: str
+    result: ScanResult,
+    json_output: bool,
+    json_lines: bool,
+    limit: int,
+    fail_on: str,
+    stop: StopRequest | None = None,
 ) -> NoReturn:
-    """Prints a scan's (or a merge's) report and exits with its code."""
+    """Prints a scan's (or a merge's) report and exits with its code.
+
+    A scan a signal stopped exits 128 + its number; one that read nothing
+    exits 2 under ``--fail-on`` (it cannot tell a healthy store from a wrong
+    one), as does one with unreadable sessions.
+    """
     from ._common import stderr_console
+    from ._scan import count_of as _count
     from ._scan import render
 
     err = stderr_console()
@@ -307,10 +372,31 @@ def _finish_scan(
         print(dumps(result.to_json()))
     else:
         render(result, stdout_console(), limit=limit)
+    if result.partial and stop is not None:
+        err.print(
+            f"error: interrupted by {stop.signal_name}: the scan stopped after "
+            f"{_count(result.sessions_scanned, 'session')}; the counts are partial",
+            markup=False,
+            soft_wrap=True,
+        )
+        # Out now, as asked: the interpreter's shutdown (seconds on a loaded
+        # machine) would keep a stopped scan alive for nothing; the store is closed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(stop.exit_code)
     if result.unreadable:
         err.print(
             f"error: {len(result.unreadable)} sessions could not be read; the scan is incomplete",
             markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_ERROR)
+    if fail_on != "never" and result.sessions_scanned == 0:
+        err.print(
+            f"error: the scan read no session, so --fail-on {fail_on} cannot tell a healthy "
+            "store from a wrong one: check the URI, --app, --user, --since and --until",
+            markup=False,
+            soft_wrap=True,
         )
         raise typer.Exit(EXIT_ERROR)
     raise typer.Exit(result.exit_code(fail_on))
@@ -322,29 +408,44 @@ def _print_line(record: dict[str, object]) -> None:
     print(json.dumps(record, ensure_ascii=False, allow_nan=False), flush=True)
 
 
-@app.command()
+@app.command(cls=PlainHelpCommand, short_help="Print a session as stored and as repaired.")
 def show(
     uri: UriArg,
     app_name: Annotated[str, typer.Option("--app", metavar="APP", help="App name.")],
     user: Annotated[str, typer.Option("--user", metavar="USER", help="User id.")],
-    session: Annotated[str, typer.Option("--session", metavar="SESSION", help="Session id.")],
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            metavar="SESSION",
+            help="Session id. Without it, the user's sessions in the app are listed.",
+        ),
+    ] = None,
     option: OptionOpt = None,
     json_output: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Print a session's stored events and its repaired view side by side."""
-    from ._show import ShownSession, load, render
+    from ._show import ShownSession, list_sessions, load, render, render_listing
     from ._store import open_read_only, parse_options
 
-    async def go() -> ShownSession:
+    async def go() -> ShownSession | tuple[str, list[dict[str, object]]]:
         store = open_read_only(uri, parse_options(option))
         try:
+            if session is None:
+                return store.masked_uri, await list_sessions(store, app=app_name, user=user)
             return await load(store, app=app_name, user=user, session_id=session)
         finally:
             await store.close()
 
     shown = run(go(), uri=uri, debug=debug)
-    if json_output:
+    if isinstance(shown, tuple):
+        store_name, sessions = shown
+        if json_output:
+            print(dumps({"store": store_name, "app": app_name, "user": user, "sessions": sessions}))
+        else:
+            render_listing(store_name, app_name, user, sessions, stdout_console())
+    elif json_output:
         print(dumps(shown.to_json()))
     else:
         render(shown, stdout_console())
@@ -352,7 +453,12 @@ def show(
 
 def main() -> None:
     """Console-script entry point (``adk-pairing``)."""
-    app(prog_name="adk-pairing")
+    try:
+        app(prog_name="adk-pairing")
+    except KeyboardInterrupt:
+        # Ctrl-C before a command could take it over (while importing ADK).
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":  # pragma: no cover

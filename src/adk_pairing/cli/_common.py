@@ -23,6 +23,8 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.segment import Segment, Segments
+from rich.table import Table
 
 from ..masking import mask_secrets, mask_uri, uri_password
 
@@ -189,11 +191,7 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
                 "Is the server running, and are the host and port in the URI right?"
             )
         if "read-only transaction" in text or "readonly database" in text:
-            return (
-                f"{where} has no ADK session tables (or an older schema ADK would "
-                "upgrade), and adk-pairing opens stores read-only. Check that the URI "
-                "names the database your ADK app uses."
-            )
+            return no_adk_tables_message(where)
         if isinstance(cause, sqlite3.OperationalError) and "unable to open" in text:
             return f"cannot open the SQLite database of {where}: {text}."
     first = chain[0]
@@ -212,6 +210,15 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
     return (
         f"{type(first).__name__} while reading {where}: {summary} "
         "(run again with --debug for the traceback)"
+    )
+
+
+def no_adk_tables_message(where: str) -> str:
+    """What to say about a store holding none of ADK's tables (opened read-only, it stays so)."""
+    return (
+        f"{where} has no ADK session tables (or an older schema ADK would "
+        "upgrade), and adk-pairing opens stores read-only. Check that the URI "
+        "names the database your ADK app uses."
     )
 
 
@@ -235,6 +242,18 @@ def _escape_hint(uri: str | None, characters: str = "#?/@ ") -> str:
         " The password holds a character that ends it early (#, ?, /, @ or a space);"
         " percent-encode it: # as %23, ? as %3F, / as %2F, @ as %40, space as %20."
     )
+
+
+def print_table(console: Console, table: Table) -> None:
+    """`table` without the padding rich adds after each line's last cell."""
+    for line in console.render_lines(table, pad=False):
+        while line and not line[-1].text.strip() and not line[-1].control:
+            line.pop()
+        if line:
+            last = line[-1]
+            line[-1] = Segment(last.text.rstrip(), last.style, last.control)
+        line.append(Segment.line())
+        console.print(Segments(line), soft_wrap=True, end="")
 
 
 def dumps(data: object) -> str:

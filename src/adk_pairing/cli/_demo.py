@@ -566,7 +566,8 @@ def render(report: DemoReport, console: Console) -> None:
         say(f"    request: {u['request_outline']}")
     else:
         say("  ✗ no failure observed: neither a dropped call nor a pairing violation")
-    if u["history_as_stored_violations"]:
+    # When ADK sent the history as stored, its violation was just quoted: once is enough.
+    if u["history_as_stored_violations"] and u["behaviour"] != "sent_unpaired":
         say(f"    sent as stored, {report.rule.rejects} it:")
         quote(u["history_as_stored_violations"][0])
     say("3. Same turn through PairingSessionService")

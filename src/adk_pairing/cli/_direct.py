@@ -241,6 +241,10 @@ class Unsupported(Exception):
     """The store's layout is not one this module reads; the message says why."""
 
 
+class NoAdkTables(Unsupported):
+    """The store holds none of ADK's session tables: no service has written to it."""
+
+
 def _utc_epoch(value: Any) -> float:
     """A stored update time as epoch seconds, the way ADK's readers convert it.
 
@@ -338,7 +342,7 @@ async def _database_schema_version(engine: Any) -> str:
                 raise Unsupported("adk_internal_metadata has no schema_version row")
             return str(row[0])
         if not inspector.has_table("events") or not inspector.has_table("sessions"):
-            raise Unsupported("the database has no ADK sessions/events tables")
+            raise NoAdkTables("the database has no ADK sessions/events tables")
         columns = {c["name"] for c in inspector.get_columns("events")}
         if "actions" in columns and "event_data" not in columns:
             return "0"

@@ -30,11 +30,12 @@ findings are handed out as found and not kept.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -55,11 +56,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import CallStatus, analyze
-from ._common import CliError, explain, human_age, short
+from ._common import CliError, explain, human_age, no_adk_tables_message, print_table, short
 from ._direct import (
     DEFAULT_BATCH_SIZE,
     ClearedSession,
     DirectReader,
+    NoAdkTables,
+    ReadItem,
     SessionTimedOut,
     Shard,
     StoredSession,
@@ -68,6 +71,7 @@ from ._direct import (
     Window,
     direct_reader,
 )
+from ._stop import StopRequest
 from ._store import OpenedStore, list_sessions_requires_user
 
 logger = logging.getLogger("adk_pairing.cli")
@@ -153,6 +157,8 @@ class ScanResult(AppCounts):
     unreadable: list[dict[str, str]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     elapsed_seconds: float = 0.0
+    #: True when a signal stopped the scan: the counts are those read until then.
+    partial: bool = False
 
     def exit_code(self, fail_on: str) -> int:
         """1 when the scan found what `fail_on` names, else 0 (2 is for errors)."""
@@ -261,9 +267,16 @@ class Hooks:
 
 
 async def scan_store(
-    store: OpenedStore, options: ScanOptions, hooks: Hooks | None = None
+    store: OpenedStore,
+    options: ScanOptions,
+    hooks: Hooks | None = None,
+    stop: StopRequest | None = None,
 ) -> ScanResult:
-    """Reads the sessions `options` name and collects their unanswered calls."""
+    """Reads the sessions `options` name and collects their unanswered calls.
+
+    When `stop` is requested (`_stop`), the reading is cancelled and the
+    counts so far are returned, with `ScanResult.partial` set.
+    """
     hooks = hooks or Hooks()
     if options.concurrency < 1:
         raise CliError("--concurrency must be at least 1")
@@ -294,28 +307,38 @@ async def scan_store(
     if options.reader is not ReaderChoice.GET_SESSION or apps is None:
         try:
             reader = await direct_reader(store.service, store.sqlite_path)
+        except NoAdkTables:
+            raise CliError(no_adk_tables_message(store.masked_uri)) from None
         except Unsupported as why:
             if options.reader is ReaderChoice.DIRECT:
                 raise CliError(f"--reader direct: cannot read this store directly: {why}") from None
             result.fallback_reason = str(why)
-    try:
+    stop = stop or StopRequest()
+
+    async def read() -> None:
         if reader is not None and options.reader is not ReaderChoice.GET_SESSION:
             result.reader = f"direct: {reader.description}"
-            await _scan_direct(reader, window, options, hooks, result, store.uri)
-            if apps is None:
-                # The apps the reader met (listing them first would cost Redis a
-                # second pass over every session).
-                result.apps = sorted(result.per_app)
+            await _scan_direct(reader, window, options, hooks, result, store.uri, stop)
         else:
             result.mode = "strict"  # get_session validates every event
+            scanned = window
             if apps is None:
                 if reader is None:
                     raise CliError(_no_app_listing_message(store.service, result.fallback_reason))
                 # --reader get-session without --app: the store's layout names the apps.
                 result.fallback_reason = None
-                apps = result.apps = await reader.list_apps()
-                window = dataclasses.replace(window, apps=apps)
-            await _scan_with_get_session(store.service, window, options, hooks, result, store.uri)
+                result.apps = await reader.list_apps()
+                scanned = dataclasses.replace(window, apps=result.apps)
+            await _scan_with_get_session(store.service, scanned, options, hooks, result, store.uri)
+
+    try:
+        await _until_done_or_stopped(read(), stop, result)
+        if apps is None and not result.apps:
+            # The apps the direct reader met, also when stopped (listing them
+            # first would cost Redis a second pass over every session).
+            result.apps = sorted(result.per_app)
+        if not result.partial:
+            await refuse_names_matching_nothing(store, reader, window, result)
     finally:
         close = getattr(reader, "close", None)
         if close is not None:
@@ -324,6 +347,97 @@ async def scan_store(
     result.unreadable.sort(key=lambda u: (u["app"], u["user"], u["session"]))
     result.elapsed_seconds = round(time.perf_counter() - started, 3)
     return result
+
+
+async def _until_done_or_stopped(
+    reading: Coroutine[Any, Any, None], stop: StopRequest, result: ScanResult
+) -> None:
+    """Runs `reading` as its own task, the one `stop` cancels; a stop marks `result` partial.
+
+    A task of its own, so that a stop's cancellation ends the reading and
+    nothing else: what follows (closing the store, printing) runs unhindered.
+    """
+    task = asyncio.create_task(reading)
+    with stop.guarding(task):
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # the command itself was cancelled
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise
+    if task.cancelled():
+        if not stop.requested:
+            raise asyncio.CancelledError
+        result.partial = True
+    else:
+        task.result()  # its exception, if any
+
+
+#: Names shown when an error lists what a store holds.
+_NAMES_SHOWN = 10
+
+
+def _names(names: Sequence[str], noun: str) -> str:
+    """`names` for an error: ``2 apps: desk, shop``, cut after `_NAMES_SHOWN`."""
+    if not names:
+        return f"no {noun}s"
+    shown = ", ".join(repr(name) for name in names[:_NAMES_SHOWN])
+    more = ", …" if len(names) > _NAMES_SHOWN else ""
+    return f"{count_of(len(names), noun)}: {shown}{more}"
+
+
+async def _users_of(service: BaseSessionService, apps: Sequence[str]) -> list[str] | None:
+    """The users with sessions in `apps`, or None when the service lists one user at a time."""
+    if list_sessions_requires_user(service):
+        return None
+    users: set[str] = set()
+    for app in apps:
+        listing = await service.list_sessions(app_name=app, user_id=None)
+        users.update(session.user_id for session in listing.sessions)
+    return sorted(users)
+
+
+async def refuse_names_matching_nothing(
+    store: OpenedStore, reader: DirectReader | None, window: Window, result: ScanResult
+) -> None:
+    """Raises `CliError` when an ``--app`` or the ``--user`` names nothing the store holds.
+
+    A typo must not read as a clean store. Asked only after a scan that met
+    nothing for a name (so a scan that found sessions costs nothing more);
+    the time window and the shard are left out: an app or user with no session
+    *in the window* is a true answer, one with no session at all is a typo.
+    """
+    where = store.masked_uri
+    named = list(window.apps or ())
+    absent = [app for app in named if app not in result.per_app]
+    if absent:
+        held = await reader.list_apps() if reader is not None else None
+        if held is not None:
+            unknown = [app for app in absent if app not in held]
+            if unknown:
+                raise CliError(
+                    f"no app {', '.join(map(repr, unknown))} in {where}: "
+                    f"it holds {_names(held, 'app')}"
+                )
+        else:
+            for app in absent:
+                listing = await store.service.list_sessions(app_name=app, user_id=window.user)
+                if not listing.sessions:
+                    whose = f" of user {window.user!r}" if window.user is not None else ""
+                    raise CliError(
+                        f"no session{whose} in app {app!r} at {where} (this store cannot "
+                        "list the apps it holds): check the --app and --user names"
+                    )
+    if window.user is None or result.per_app or reader is None:
+        return
+    if await reader.count(Window(apps=window.apps, user=window.user)):
+        return
+    apps = named or await reader.list_apps()
+    users = await _users_of(store.service, apps)
+    scope = f"app {', '.join(map(repr, named))}" if named else "any app"
+    held = f": it holds {_names(users, 'user')}" if users is not None else ""
+    raise CliError(f"user {window.user!r} has no session in {scope} at {where}{held}")
 
 
 def _no_app_listing_message(service: BaseSessionService, reason: str | None) -> str:
@@ -375,6 +489,7 @@ async def _scan_direct(
     hooks: Hooks,
     result: ScanResult,
     uri: str,
+    stop: StopRequest,
 ) -> None:
     if hooks.on_total is not None:
         total = await reader.count(window)
@@ -385,25 +500,37 @@ async def _scan_direct(
     items: AsyncIterator[StoredSession | UnreadableSession | ClearedSession] = reader.read(
         window, options.batch_size, strict=options.strict, concurrency=options.concurrency
     )
-    async for item in items:
-        if isinstance(item, ClearedSession):
-            result.record(item.app, [], keep=False)
-        elif isinstance(item, UnreadableSession):
-            logger.warning(
-                "could not read session %s of user %s", item.session, item.user, exc_info=item.error
-            )
-            reason = (
-                str(item.error)
-                if isinstance(item.error, SessionTimedOut)
-                else _why_unreadable(item.error, uri)
-            )
-            _unreadable(result, hooks, item.app, item.user, item.session, reason)
-        else:
-            # The reader rebuilt the events (within the timeout); the analysis
-            # left here costs ~2 % of that.
-            _handle(result, hooks, item.app, item.user, item.session, item.events, now)
-        if hooks.on_session_done is not None:
-            hooks.on_session_done()
+    # Closed on every exit, so a stop ends the reader's queries and connections now.
+    async with contextlib.aclosing(items):
+        async for item in items:
+            _take(item, result, hooks, uri, now)
+            if stop.requested:
+                # A reader that never suspends (sqlite3) is not reached by the
+                # cancellation; it stops here, after the session it read.
+                result.partial = True
+                return
+
+
+def _take(item: ReadItem, result: ScanResult, hooks: Hooks, uri: str, now: float) -> None:
+    """Counts one session the direct reader yielded."""
+    if isinstance(item, ClearedSession):
+        result.record(item.app, [], keep=False)
+    elif isinstance(item, UnreadableSession):
+        logger.warning(
+            "could not read session %s of user %s", item.session, item.user, exc_info=item.error
+        )
+        reason = (
+            str(item.error)
+            if isinstance(item.error, SessionTimedOut)
+            else _why_unreadable(item.error, uri)
+        )
+        _unreadable(result, hooks, item.app, item.user, item.session, reason)
+    else:
+        # The reader rebuilt the events (within the timeout); the analysis
+        # left here costs ~2 % of that.
+        _handle(result, hooks, item.app, item.user, item.session, item.events, now)
+    if hooks.on_session_done is not None:
+        hooks.on_session_done()
 
 
 async def _scan_with_get_session(
@@ -460,13 +587,20 @@ async def _scan_with_get_session(
     # Acquiring before creating each task keeps at most `concurrency` reads
     # (and tasks) alive, so a store of millions of sessions costs no more memory.
     running: set[asyncio.Task[None]] = set()
-    for app, user, session_id in listed:
-        await semaphore.acquire()
-        task = asyncio.create_task(read_one(app, user, session_id))
-        running.add(task)
-        task.add_done_callback(running.discard)
-    if running:
-        await asyncio.gather(*running)
+    try:
+        for app, user, session_id in listed:
+            await semaphore.acquire()
+            task = asyncio.create_task(read_one(app, user, session_id))
+            running.add(task)
+            task.add_done_callback(running.discard)
+        if running:
+            await asyncio.gather(*running)
+    finally:
+        # A stop (or any failure) cancels the reads in flight and waits for them,
+        # so none outlives the scan or writes to its counts afterwards.
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 #: Fields every shard of one scan must agree on to be merged.
@@ -529,6 +663,10 @@ def merge_reports(reports: Sequence[tuple[str, dict[str, Any]]]) -> ScanResult:
         except ValueError:
             raise CliError(f"{path} is not a shard's report (scan --shard K/N --json)") from None
         counts.add(shard.count)
+        if report.get("partial"):
+            raise CliError(
+                f"{path} is a partial scan (stopped by a signal): scan shard {shard} again"
+            )
         if shard.index in shards:
             raise CliError(f"{path} and {shards[shard.index]} are both shard {shard}")
         shards[shard.index] = path
@@ -591,7 +729,11 @@ class RateColumn(ProgressColumn):
 
 
 async def scan_with_progress(
-    store: OpenedStore, options: ScanOptions, hooks: Hooks, console: Console
+    store: OpenedStore,
+    options: ScanOptions,
+    hooks: Hooks,
+    console: Console,
+    stop: StopRequest | None = None,
 ) -> ScanResult:
     """`scan_store` with a progress bar, rate and ETA on `console` (only on a terminal)."""
     with Progress(
@@ -615,10 +757,12 @@ async def scan_with_progress(
                 on_broken=hooks.on_broken,
                 on_unreadable=hooks.on_unreadable,
             ),
+            stop,
         )
 
 
-def _count(number: int, noun: str) -> str:
+def count_of(number: int, noun: str) -> str:
+    """``1 session``, ``2,000 sessions``."""
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
@@ -626,9 +770,9 @@ def _counts_line(counts: AppCounts) -> str:
     return (
         f"{counts.healthy_sessions:,} healthy, "
         f"{counts.sessions_with_missing:,} with missing calls "
-        f"({_count(counts.missing_calls, 'call')}), "
+        f"({count_of(counts.missing_calls, 'call')}), "
         f"{counts.sessions_with_pending:,} with pending calls "
-        f"({_count(counts.pending_calls, 'call')})"
+        f"({count_of(counts.pending_calls, 'call')})"
     )
 
 
@@ -651,8 +795,9 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
         console.print(
             f"(not read directly: {result.fallback_reason}; used get_session)", markup=False
         )
+    stopped = " (partial: stopped before the end)" if result.partial else ""
     console.print(
-        f"Scanned {_count(result.sessions_scanned, 'session')} in "
+        f"Scanned {count_of(result.sessions_scanned, 'session')}{stopped} in "
         f"{result.elapsed_seconds:.1f} s: {_counts_line(result)}",
         markup=False,
     )
@@ -662,7 +807,7 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
                 f", {counts.unreadable_sessions:,} unreadable" if counts.unreadable_sessions else ""
             )
             console.print(
-                f"  app {app}: {_count(counts.sessions_scanned, 'session')}, "
+                f"  app {app}: {count_of(counts.sessions_scanned, 'session')}, "
                 f"{_counts_line(counts)}{unreadable}",
                 markup=False,
             )
@@ -689,7 +834,7 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
                 Text(finding.status, style=style),
                 human_age(finding.age_seconds),
             )
-        console.print(table)
+        print_table(console, table)
         hidden = len(result.findings) - limit
         if hidden > 0:
             console.print(f"… and {hidden:,} more calls (--limit, or --json for all)")
@@ -701,3 +846,14 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
         )
     if len(result.unreadable) > limit:
         console.print(f"… and {len(result.unreadable) - limit:,} more unreadable sessions")
+    if result.missing_calls:
+        console.print(MISSING_NEXT_STEP, markup=False)
+
+
+#: The footer under missing calls: what the finding means and what to do about it.
+MISSING_NEXT_STEP = (
+    "A missing call is one whose turn ended before its tool returned: the tool may or may "
+    "not have run. Check its side effects (a refund issued, a message sent) before anyone "
+    "repeats it. adk-pairing never writes to the store, so a session keeps showing missing "
+    "here after PairingSessionService has repaired its next turns."
+)

@@ -8,7 +8,9 @@ decorator adds: a synthetic result after each unanswered call.
 
 from __future__ import annotations
 
+import datetime
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from rich.text import Text
 from ..analysis import CallStatus, analyze
 from ..placeholders import METADATA_KEY, is_synthetic
 from ..service import PairingSessionService
-from ._common import CliError, short
+from ._common import CliError, print_table, short
 from ._store import OpenedStore
 
 
@@ -113,10 +115,7 @@ async def load(store: OpenedStore, *, app: str, user: str, session_id: str) -> S
     """Reads the session twice: through the inner service and through the decorator."""
     stored = await store.service.get_session(app_name=app, user_id=user, session_id=session_id)
     if stored is None:
-        raise CliError(
-            f"no session app={app!r} user={user!r} session={session_id!r} in {store.masked_uri}. "
-            f"List sessions with: adk-pairing scan URI --app {app} --user {user}"
-        )
+        raise CliError(await _no_such_session(store, app, user, session_id))
     paired = PairingSessionService(store.service)
     view = await paired.get_session(app_name=app, user_id=user, session_id=session_id)
     if view is None:
@@ -142,6 +141,46 @@ async def load(store: OpenedStore, *, app: str, user: str, session_id: str) -> S
         missing=missing,
         pending=pending,
     )
+
+
+async def list_sessions(store: OpenedStore, *, app: str, user: str) -> list[dict[str, Any]]:
+    """The user's sessions in `app` (id and last update time), newest first."""
+    listing = await store.service.list_sessions(app_name=app, user_id=user)
+    sessions = sorted(listing.sessions, key=lambda s: s.last_update_time, reverse=True)
+    return [{"session": s.id, "last_update_time": s.last_update_time} for s in sessions]
+
+
+#: Session ids an error names before it says how to list them all.
+_IDS_SHOWN = 5
+
+
+async def _no_such_session(store: OpenedStore, app: str, user: str, session_id: str) -> str:
+    """Why `show` found nothing, naming the user's other sessions and how to list them."""
+    where = shlex.quote(store.masked_uri)
+    listing = f"adk-pairing show {where} --app {shlex.quote(app)} --user {shlex.quote(user)}"
+    neighbours = await list_sessions(store, app=app, user=user)
+    if not neighbours:
+        return (
+            f"no session {session_id!r}: user {user!r} has no sessions in app {app!r} at "
+            f"{store.masked_uri}. Check the --app and --user names (adk-pairing scan "
+            f"{where} lists the apps)"
+        )
+    ids = ", ".join(item["session"] for item in neighbours[:_IDS_SHOWN])
+    more = ", …" if len(neighbours) > _IDS_SHOWN else ""
+    return (
+        f"no session {session_id!r} of user {user!r} in app {app!r} at {store.masked_uri}; "
+        f"the user has {len(neighbours)} there ({ids}{more}). List them with: {listing}"
+    )
+
+
+def render_listing(
+    store: str, app: str, user: str, sessions: list[dict[str, Any]], console: Console
+) -> None:
+    """`show` without ``--session``: the user's sessions in the app, newest first."""
+    console.print(f"{len(sessions)} sessions of user {user} in app {app}  ({store})", markup=False)
+    for item in sessions:
+        when = datetime.datetime.fromtimestamp(item["last_update_time"], datetime.UTC)
+        console.print(f"{item['session']}  updated {when:%Y-%m-%d %H:%M:%S} UTC", markup=False)
 
 
 def render(shown: ShownSession, console: Console) -> None:
@@ -179,7 +218,7 @@ def render(shown: ShownSession, console: Console) -> None:
             Text(_cell(stored_event)),
             Text("=" if same else _cell(event)),
         )
-    console.print(table)
+    print_table(console, table)
     console.print(
         f"'+' rows exist only in the view: they carry metadata key {METADATA_KEY!r} "
         "and are never written to the store.",

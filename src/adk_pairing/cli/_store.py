@@ -28,6 +28,8 @@ import contextlib
 import inspect
 import json
 import os
+import re
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -89,16 +91,79 @@ def _sqlite_path(uri: str) -> str:
     return path[1:] if path.startswith("/") else path
 
 
-def _require_sqlite_file(uri: str) -> str:
+#: The SQLite schemes, by the ADK service that writes each layout.
+SQLITE_SCHEME_OF = {
+    "SqliteSessionService": "sqlite",
+    "DatabaseSessionService": "sqlite+aiosqlite",
+}
+
+
+def sqlite_layout(path: str) -> tuple[str | None, list[str]]:
+    """Which ADK service wrote the SQLite file at `path`, and the tables it holds.
+
+    The two layouts share table names; their time columns tell them apart:
+    ``SqliteSessionService`` declares ``update_time REAL`` (epoch seconds),
+    ``DatabaseSessionService`` a ``DATETIME`` (both schema versions).
+    Returns (None, tables) when there is no ``sessions`` table. Raises
+    `sqlite3.DatabaseError` for a file that is not a SQLite database.
+    """
+    connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+    try:
+        tables = sorted(
+            row[0]
+            for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        )
+        if "sessions" not in tables:
+            return None, tables
+        columns = {
+            row[1]: str(row[2]).upper() for row in connection.execute("PRAGMA table_info(sessions)")
+        }
+    finally:
+        connection.close()
+    service = (
+        "SqliteSessionService" if columns.get("update_time") == "REAL" else "DatabaseSessionService"
+    )
+    return service, tables
+
+
+def _require_sqlite_file(uri: str, scheme: str) -> str:
+    """The file of a SQLite URI, checked to hold the layout `scheme`'s service reads."""
     path = _sqlite_path(uri)
+    where = mask_uri(uri)
     if not path or path == ":memory:":
         raise CliError(
-            f"{mask_uri(uri)} names no SQLite file; give one, e.g. sqlite+aiosqlite:///sessions.db"
+            f"{where} names no SQLite file; give one, e.g. sqlite+aiosqlite:///sessions.db"
         )
+    if os.path.isdir(path):
+        raise CliError(f"{path!r} (from {where}) is a directory, not a SQLite file: name the file.")
     if not os.path.isfile(path):
         raise CliError(
-            f"no SQLite database at {path!r} (from {mask_uri(uri)}). Check the path; "
+            f"no SQLite database at {path!r} (from {where}). Check the path; "
             "three slashes mean a relative path, four an absolute one."
+        )
+    if os.path.getsize(path) == 0:
+        raise CliError(
+            f"{where} has no ADK session tables: {path!r} is an empty file (0 bytes). "
+            "Check that the URI names the database your ADK app uses."
+        )
+    try:
+        service, tables = sqlite_layout(path)
+    except sqlite3.DatabaseError as error:
+        raise CliError(
+            f"{path!r} (from {where}) is not a SQLite database ({error}): name the file "
+            "your ADK app's session service writes."
+        ) from None
+    if service is None:
+        held = f"only {', '.join(tables)}" if tables else "no tables"
+        raise CliError(
+            f"{where} has no ADK session tables ({path!r} holds {held}). "
+            "Check that the URI names the database your ADK app uses."
+        )
+    wanted = SQLITE_SCHEME_OF[service]
+    if wanted != scheme:
+        raise CliError(
+            f"this file was written by {service}: use {wanted}:///{path} "
+            f"({scheme}:// reads the other SQLite layout)"
         )
     return path
 
@@ -115,7 +180,12 @@ def read_only_target(uri: str, options: dict[str, Any]) -> tuple[str, dict[str, 
         raise CliError(f"{mask_uri(uri)!r} is not a store URI; use e.g. {URI_EXAMPLES}.")
     options = dict(options)
     if scheme in {"sqlite+aiosqlite", "sqlite"}:
-        path = _require_sqlite_file(target)
+        if scheme == "sqlite" and options:
+            raise CliError(
+                f"sqlite:// (ADK's SqliteSessionService) takes no -o options, only a file: "
+                f"drop {', '.join(sorted(options))}"
+            )
+        path = _require_sqlite_file(target, scheme)
         query = urlsplit(target).query
         if scheme == "sqlite":
             # ADK's registry sends sqlite:// to SqliteSessionService and drops
@@ -152,11 +222,57 @@ def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedSto
         )
     target, factory_options, how = read_only_target(uri, options or {})
     if _scheme(target) == "sqlite":
-        path = _require_sqlite_file(target)
+        path = _sqlite_path(target)
         service = _read_only_sqlite_service(path)
         return OpenedStore(service=service, uri=target, read_only=how, sqlite_path=path)
-    service = create_inner_session_service(target, **factory_options)
+    try:
+        service = create_inner_session_service(target, **factory_options)
+    except ValueError as error:
+        refused = _engine_refusal(error)
+        if refused is None:
+            raise
+        names, configuration = refused
+        several = "," in names
+        raise CliError(
+            f"unknown -o option{'s' if several else ''} {names} for {mask_uri(uri)}: "
+            f"SQLAlchemy's engine ({configuration}) does not take {'them' if several else 'it'}; "
+            f"it takes {', '.join(engine_options())}"
+        ) from None
     return OpenedStore(service=service, uri=inner_uri(uri), read_only=how)
+
+
+_ENGINE_REFUSAL = re.compile(
+    r"Invalid argument\(s\) (?P<names>.+?) sent to create_engine\(\), "
+    r"using configuration (?P<configuration>[\w/]+)"
+)
+
+
+def _engine_refusal(error: BaseException) -> tuple[str, str] | None:
+    """The option names and configuration SQLAlchemy's ``create_engine`` refused, if it did.
+
+    ADK wraps SQLAlchemy's TypeError in a ValueError quoting the store's URL
+    (the read-only one `read_only_target` rewrote); the factory may have
+    folded the cause into the message. Either way the TypeError's text is there.
+    """
+    current: BaseException | None = error
+    while current is not None:
+        match = _ENGINE_REFUSAL.search(str(current))
+        if match is not None:
+            return match["names"], match["configuration"]
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def engine_options() -> list[str]:
+    """The keyword options SQLAlchemy's ``create_engine`` documents (its typed overload)."""
+    from typing import get_overloads
+
+    import sqlalchemy
+
+    names: set[str] = set()
+    for overload in get_overloads(sqlalchemy.create_engine):
+        names.update(inspect.signature(overload).parameters)
+    return sorted(names - {"url", "kwargs"})
 
 
 def _read_only_sqlite_service(path: str) -> BaseSessionService:

@@ -1,0 +1,105 @@
+"""Stopping a scan when asked: SIGINT (Ctrl-C) and SIGTERM (``kill``, Kubernetes).
+
+The first signal stops the scan and keeps what it read: the task reading the
+store is cancelled, which interrupts the query or the ``get_session`` calls in
+flight, and a flag is raised for readers that never suspend between sessions
+(the ``sqlite3`` one), which look at it after each session. The scan then
+returns the counts so far, marked partial, and the command exits with
+128 + the signal's number (130, 143). A second signal exits at once, with no
+report (if it was not printed yet).
+
+asyncio's own SIGINT handling is replaced while the scan runs: it cancels the
+whole command (throwing the counts away) and knows nothing of SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+#: The signals that stop a scan.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopRequest:
+    """Whether a stop was asked for, by which signal, and which task it cancels."""
+
+    def __init__(self) -> None:
+        self.signal_number: int | None = None
+        self._target: asyncio.Task[object] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self.signal_number is not None
+
+    @property
+    def signal_name(self) -> str:
+        return signal.Signals(self.signal_number).name if self.signal_number else ""
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process it stopped."""
+        return 128 + (self.signal_number or signal.SIGINT)
+
+    @contextlib.contextmanager
+    def guarding(self, task: asyncio.Task[object]) -> Iterator[None]:
+        """Makes `task` the one a stop cancels, for the duration of the block."""
+        previous, self._target = self._target, task
+        self._loop = task.get_loop()
+        if self.requested:
+            task.cancel()
+        try:
+            yield
+        finally:
+            self._target = previous
+
+    def request(self, signal_number: int) -> None:
+        """The first signal: cancel the guarded task (the loop is woken to see it)."""
+        self.signal_number = signal_number
+        target, loop = self._target, self._loop
+        if target is not None and not target.done():
+            target.cancel()
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(lambda: None)
+
+
+def _exit_now(signal_number: int) -> None:
+    """The second signal: leave without a report (and show a cursor a progress bar hid)."""
+    restore = "\x1b[?25h" if sys.stderr.isatty() else ""
+    name = signal.Signals(signal_number).name
+    os.write(2, f"{restore}\nerror: stopped at once by a second {name}\n".encode())
+    os._exit(128 + signal_number)
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: StopRequest) -> Iterator[None]:
+    """Routes SIGINT and SIGTERM to `stop` (guarding the current task) inside the block.
+
+    Signals can only be handled in the main thread; elsewhere (an embedding
+    application's worker thread) the block runs with the signals untouched.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        if stop.requested:
+            _exit_now(number)
+        stop.request(number)
+
+    previous = {number: signal.signal(number, on_signal) for number in STOP_SIGNALS}
+    try:
+        with stop.guarding(asyncio.current_task()):  # type: ignore[arg-type]
+            yield
+    finally:
+        for number, handler in previous.items():
+            # Once stopped, a second signal exits at once until the process ends
+            # (printing the report and shutting down take a moment too).
+            signal.signal(number, on_signal if stop.requested else handler)

@@ -1,0 +1,287 @@
+"""Stopping a scan: the first SIGINT or SIGTERM keeps the counts so far, a second exits at once.
+
+Real processes (``python -m adk_pairing scan``) on real SQLite stores big
+enough that a whole scan takes many seconds, both of ADK's layouts (the
+``sqlite3`` reader never suspends between sessions; the aiosqlite one does),
+under a pseudo-terminal (the progress bar is drawn) and in a pipe. The signal
+is sent once the scan is seen reading: the progress bar on the terminal, or
+the first broken session streamed by ``--json-lines`` (the progress bar shows a
+rate once sessions are done). "It stopped" is
+asserted by the counts (fewer sessions than the store holds), with only
+generous bounds on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.genai import types
+
+from adk_pairing.adk_compat import close_session_service
+
+#: Sessions in each store: at a few thousand sessions a second at best, a
+#: whole scan takes several seconds; the files stay under about 60 MB.
+SESSIONS = 8_000
+#: Every this many sessions one is broken, so --json-lines shows progress.
+BROKEN_EVERY = 40
+#: Seconds a stopped scan may take to end (loaded CI machines): generous, and
+#: still far below the whole scan's time there.
+STOP_BOUND = 60
+COMMAND = [sys.executable, "-m", "adk_pairing", "scan"]
+#: Named, because google-adk 1.20 (no sessions.schemas) reads DatabaseSessionService
+#: stores through get_session only, which cannot list their apps.
+APP = ["--app", "shop"]
+
+
+def _event(author: str, part: types.Part) -> Event:
+    role = "user" if author == "user" or part.function_response else "model"
+    return Event(
+        invocation_id=f"inv-{uuid.uuid4().hex[:8]}",
+        author=author,
+        timestamp=time.time(),
+        content=types.Content(role=role, parts=[part]),
+    )
+
+
+async def _write_templates(service: BaseSessionService) -> None:
+    """A healthy 15-event session ("tpl") and a broken one ("broken"), through ADK."""
+    try:
+        # The broken one first: the get_session loop lists sessions oldest first.
+        broken = await service.create_session(app_name="shop", user_id="alice", session_id="broken")
+        await service.append_event(broken, _event("user", types.Part(text="refund please")))
+        refund = types.Part(function_call=types.FunctionCall(id="m1", name="refund"))
+        await service.append_event(broken, _event("agent", refund))
+        healthy = await service.create_session(app_name="shop", user_id="alice", session_id="tpl")
+        for turn in range(5):
+            call_id = f"c{turn}"
+            for author, part in (
+                ("user", types.Part(text=f"question {turn}")),
+                ("agent", types.Part(function_call=types.FunctionCall(id=call_id, name="lookup"))),
+                (
+                    "agent",
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id=call_id, name="lookup", response={"ok": True}
+                        )
+                    ),
+                ),
+            ):
+                await service.append_event(healthy, _event(author, part))
+    finally:
+        await close_session_service(service)
+
+
+def _copy_sessions(path: Path) -> None:
+    """`SESSIONS` copies of the templates by SQL (the same rows, new session ids)."""
+    db = sqlite3.connect(path)
+    try:
+        session_columns = [row[1] for row in db.execute("PRAGMA table_info(sessions)")]
+        event_columns = [row[1] for row in db.execute("PRAGMA table_info(events)")]
+        numbers = (
+            "WITH RECURSIVE n(i) AS "
+            f"(SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {SESSIONS - 1})"
+        )
+        new_id = "printf('s%06d', i)"
+        template = f"CASE WHEN i % {BROKEN_EVERY} = 0 THEN 'broken' ELSE 'tpl' END"
+        for table, columns, key in (
+            ("sessions", session_columns, "id"),
+            ("events", event_columns, "session_id"),
+        ):
+            values = ", ".join(new_id if column == key else column for column in columns)
+            db.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) {numbers} "
+                f"SELECT {values} FROM {table}, n WHERE {key} = {template}"
+            )
+        db.execute("DELETE FROM events WHERE session_id IN ('tpl', 'broken')")
+        db.execute("DELETE FROM sessions WHERE id IN ('tpl', 'broken')")
+        db.commit()
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "sqlite+aiosqlite"])
+def big_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store of `SESSIONS` sessions in one of ADK's two SQLite layouts, as its URI."""
+    path = tmp_path_factory.mktemp("stop") / "big.db"
+    if request.param == "sqlite":
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        service: BaseSessionService = SqliteSessionService(db_path=str(path))
+    else:
+        from google.adk.sessions.database_session_service import DatabaseSessionService
+
+        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+    asyncio.run(_write_templates(service))
+    _copy_sessions(path)
+    return f"{request.param}:///{path}"
+
+
+class Output:
+    """What a child wrote to one file descriptor, read without blocking."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.data = b""
+
+    def pump(self, seconds: float) -> bool:
+        """Reads for up to `seconds`; False once the writer is gone."""
+        ready, _, _ = select.select([self.fd], [], [], seconds)
+        if not ready:
+            return True
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:  # a pty whose child side closed
+            return False
+        self.data += chunk
+        return bool(chunk)
+
+    def wait_for(self, needle: bytes, process: subprocess.Popen[bytes], limit: float) -> None:
+        deadline = time.monotonic() + limit
+        while needle not in self.data:
+            assert process.poll() is None, f"ended before {needle!r}: {self.data[-2000:]!r}"
+            assert time.monotonic() < deadline, f"no {needle!r} in {limit} s: {self.data!r}"
+            self.pump(0.2)
+
+    def drain(self) -> str:
+        while self.pump(1):
+            pass
+        return self.data.decode(errors="replace")
+
+
+def _ended(process: subprocess.Popen[bytes], *outputs: Output) -> tuple[int, float]:
+    """Waits (within `STOP_BOUND`) for the exit; returns its code and the seconds taken."""
+    started = time.monotonic()
+    while process.poll() is None:
+        assert time.monotonic() - started < STOP_BOUND, "the scan did not stop"
+        for output in outputs:
+            output.pump(0.05)
+    return process.returncode, time.monotonic() - started
+
+
+def _under_pty(uri: str, *args: str) -> tuple[subprocess.Popen[bytes], Output, Output]:
+    """A scan with stderr on a pseudo-terminal (the progress bar) and stdout in a pipe."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [*COMMAND, uri, *APP, *args],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(follower)
+    assert process.stdout is not None
+    return process, Output(process.stdout.fileno()), Output(leader)
+
+
+def _sigint_under_pty(uri: str, *args: str) -> tuple[int, str, str]:
+    """SIGINT once the progress bar shows a rate; the exit code, stdout and the terminal."""
+    process, stdout, terminal = _under_pty(uri, *args)
+    try:
+        terminal.wait_for(b"sessions/s", process, STOP_BOUND)
+        process.send_signal(signal.SIGINT)
+        code, _ = _ended(process, stdout, terminal)
+    finally:
+        process.kill()
+    return code, stdout.drain(), terminal.drain()
+
+
+def _in_pipe(uri: str, *args: str) -> tuple[subprocess.Popen[bytes], Output, Output]:
+    process = subprocess.Popen(
+        [*COMMAND, uri, *APP, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    return process, Output(process.stdout.fileno()), Output(process.stderr.fileno())
+
+
+def test_sigint_under_a_terminal_prints_the_partial_counts_and_exits_130(big_store: str) -> None:
+    code, report, screen = _sigint_under_pty(big_store)
+    assert code == 130, (report, screen)
+    assert "partial: stopped before the end" in report, report
+    scanned = int(report.split("Scanned ")[1].split(" session")[0].replace(",", ""))
+    assert scanned < SESSIONS, report
+    assert "error: interrupted by SIGINT" in screen and "Traceback" not in screen, screen
+
+
+def test_sigint_with_json_under_a_terminal_says_partial(big_store: str) -> None:
+    code, printed, _ = _sigint_under_pty(big_store, "--json")
+    report = json.loads(printed)
+    assert code == 130
+    assert report["partial"] is True
+    assert report["sessions_scanned"] < SESSIONS
+    assert report["apps"] == ["shop"]  # the apps met so far, as a whole scan names them
+
+
+@pytest.mark.parametrize(
+    ("signal_number", "code", "reader"),
+    [
+        (signal.SIGTERM, 143, "auto"),
+        (signal.SIGINT, 130, "get-session"),
+    ],
+)
+def test_a_signal_in_a_pipe_stops_the_scan_with_a_partial_summary(
+    big_store: str, signal_number: int, code: int, reader: str
+) -> None:
+    """The first broken session streamed means the scan is reading; then the signal."""
+    process, stdout, stderr = _in_pipe(big_store, "--json-lines", "--reader", reader)
+    try:
+        stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
+        process.send_signal(signal_number)
+        exit_code, _ = _ended(process, stdout, stderr)
+    finally:
+        process.kill()
+    lines = [json.loads(line) for line in stdout.drain().splitlines()]
+    errors = stderr.drain()
+    assert exit_code == code, errors
+    summary = lines[-1]
+    assert summary["type"] == "summary" and summary["partial"] is True, summary
+    assert summary["sessions_scanned"] < SESSIONS
+    assert errors.count("\n") == 1 and signal.Signals(signal_number).name in errors, errors
+
+
+def test_a_second_signal_exits_at_once(big_store: str) -> None:
+    """The second signal exits 130 at once, unless the first stop had already ended the scan.
+
+    Which of the two happens depends on timing; either way the code is 130
+    and the whole store is not read.
+    """
+    process, stdout, stderr = _in_pipe(big_store, "--json-lines")
+    try:
+        stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
+        process.send_signal(signal.SIGINT)
+        # Apart, so that the interpreter sees two signals and not one pending flag.
+        time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        code, _ = _ended(process, stdout, stderr)
+    finally:
+        process.kill()
+    streamed, errors = stdout.drain(), stderr.drain()
+    assert code == 130, errors
+    if "stopped at once by a second SIGINT" not in errors:
+        summary = json.loads(streamed.splitlines()[-1])
+        assert summary["partial"] is True and summary["sessions_scanned"] < SESSIONS
+
+
+def test_a_whole_scan_of_the_store_is_not_partial(big_store: str) -> None:
+    """The control: without a signal the same scan reads every session and says so."""
+    done = subprocess.run(
+        [*COMMAND, big_store, *APP, "--json"], capture_output=True, timeout=600, check=False
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert report["partial"] is False
+    assert report["sessions_scanned"] == SESSIONS
+    assert report["sessions_with_missing"] == SESSIONS // BROKEN_EVERY
