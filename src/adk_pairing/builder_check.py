@@ -69,7 +69,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from .checks import gemini_violations
-from .wire import MODEL_ROLES, Block, IdlessCalls, anthropic_block
+from .wire import MODEL_ROLES, Block, IdlessCalls, anthropic_block, branches_shown_to
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 
@@ -119,15 +119,22 @@ def _quiet_builder() -> Iterator[None]:
 
 
 def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
-    """Every author but the user with each branch it wrote in, in order of first appearance.
+    """Every author but the user with each branch it wrote in and every branch above it.
 
     Each builds its own request there: ADK shows an agent what its branch shows
     (`adk_pairing.wire.branch_shows`), and a workflow can run one agent in
-    several branches.
+    several branches. An agent above a branch (the root after a
+    ``ParallelAgent``, at no branch) is shown the events of every branch
+    below it at once, so its request pairs calls of sibling branches that no
+    branch's own request holds together (`adk_pairing.wire.branches_shown_to`).
+    In order of first appearance.
     """
     return list(
         dict.fromkeys(
-            (e.author, e.branch or None) for e in events if e.author and e.author != "user"
+            (e.author, shown)
+            for e in events
+            if e.author and e.author != "user"
+            for shown in (branches_shown_to(e.branch) if e.branch else [None])
         )
     )
 
