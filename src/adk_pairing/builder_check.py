@@ -240,6 +240,8 @@ def pairing_holds(contents: Sequence[types.Content]) -> bool:
         empty_text = False
         for part in content.parts or ():
             kind = anthropic_block(part)
+            if kind is Block.DROPPED:
+                continue
             if kind is Block.NOTHING:
                 empty_text = True
                 continue
