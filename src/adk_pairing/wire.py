@@ -17,7 +17,10 @@ The rules:
   signature), then text, then ``function_call``, then ``function_response``;
   the first match wins and the rest of the part is dropped. So a part holding
   a call beside text or a signed thought is not a call on the wire
-  (`never_sent_as_a_call`); only a malformed part holds both.
+  (`never_sent_as_a_call`); only a malformed part holds both. 1.20.0 has no
+  thinking: a signed thought's call is sent as a call there
+  (`converter_sends_signed_thoughts`). From 2.9.2 a thought signature with
+  nothing beside it is dropped (``_is_content_free_signature``; `Block.DROPPED`).
 * **Who answers an id-less call**, twice over because two of ADK's stages
   pair them differently:
 
@@ -168,7 +171,9 @@ class Block(enum.Enum):
 
 def anthropic_block(part: types.Part) -> Block:
     """What ADK's Anthropic converter sends `part` as (module docstring)."""
-    if part.thought and (part.text or part.thought_signature):
+    if part.thought and (
+        part.text or (part.thought_signature and converter_sends_signed_thoughts())
+    ):
         return Block.OTHER
     if part.text:
         return Block.OTHER
@@ -187,9 +192,14 @@ def never_sent_as_a_call(part: types.Part) -> bool:
     """Whether the converter sends `part` as something it tries before a call or result.
 
     Only a malformed part holds a call or a result beside text or a signed
-    thought; the converter then sends the text or thinking and drops the rest.
+    thought; the converter then sends the text or thinking and drops the rest
+    (a signed thought only where it sends one as thinking,
+    `converter_sends_signed_thoughts`).
     """
-    return bool(part.text or (part.thought and part.thought_signature))
+    return bool(
+        part.text
+        or (part.thought and part.thought_signature and converter_sends_signed_thoughts())
+    )
 
 
 @functools.cache
