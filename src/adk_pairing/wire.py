@@ -197,8 +197,7 @@ def never_sent_as_a_call(part: types.Part) -> bool:
     `converter_sends_signed_thoughts`).
     """
     return bool(
-        part.text
-        or (part.thought and part.thought_signature and converter_sends_signed_thoughts())
+        part.text or (part.thought and part.thought_signature and converter_sends_signed_thoughts())
     )
 
 
