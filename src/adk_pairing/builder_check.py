@@ -305,12 +305,15 @@ def unique_call_ids_on_the_wire(contents: Sequence[types.Content]) -> bool:
     The converter keeps ids of ``[a-zA-Z0-9_-]+`` and maps every other id to a
     fallback of its own, one per distinct id, so two calls sharing an id share
     it on the wire whatever its characters; id-less calls are paired by
-    position (`pairing_holds`), not by id.
+    position (`pairing_holds`), not by id. Two distinct ids that ADK's id
+    sanitizer sends as one fallback (`adk_pairing.wire.may_collide_with_a_fallback`)
+    take that sanitizer, which comes with the ``anthropic`` package: without
+    it there is none on the wire.
     """
     seen: set[str] = set()
     for content in contents:
-        if content.role not in MODEL_ROLES:
-            continue
+        # Every role: ADK's builder can merge a malformed event's calls into a
+        # user turn, and the converter sends them as tool_use blocks there too.
         for part in content.parts or ():
             call = part.function_call
             if call is None or not call.id or anthropic_block(part) is not Block.CALL:
