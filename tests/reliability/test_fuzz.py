@@ -41,6 +41,9 @@ issue 26 found undrawn (held-open requests sharing an ordinary call's id,
 20,000-character ids, ids colliding after ADK's Anthropic converter rewrites
 them, LiteLlm's empty, ``adk-`` and ``__thought__`` ids, calls and results in
 one event in branches and beside rewinds, one id in two sibling branches).
+With those draws, 10,000 histories pass for seeds 1313 and 7 on 2.13.0 and
+seed 7 on 2.10.0, 2.6.2 and 1.20.0 (at 958c2c3, after the view check learned
+to build the request of every branch above an agent's own).
 """
 
 from __future__ import annotations
