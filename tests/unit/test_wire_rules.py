@@ -249,3 +249,28 @@ def test_a_stored_fallback_like_id_and_a_rewritten_id_are_one_tool_use_id_to_the
         ]
     else:  # google-adk 1.20 sends both ids as they are
         assert not anthropic_violations(contents), ADK_VERSION
+
+
+def test_the_view_never_brings_back_a_call_whose_id_collides_with_a_fallback() -> None:
+    """As stored, ADK's builder drops the unanswered ``toolu_fallback_0`` call (2.10+);
+    a placeholder would bring it back beside ``ïd 1``, which the converter also
+    sends as ``toolu_fallback_0``. The ledger marks the id irregular, and the
+    check, seeing the collision, serves the stored events."""
+    from adk_pairing.analysis import build_ledger
+    from adk_pairing.placeholders import PlaceholderTexts
+    from adk_pairing.repair import repair_history
+    from adk_pairing.wire import IrregularShape
+
+    events = [
+        user_text(),
+        model_event([call("ïd 1")]),
+        response_event([response("ïd 1")]),
+        user_text("more", invocation_id="inv-2"),
+        model_event([call("toolu_fallback_0")], invocation_id="inv-2"),
+        user_text("again", invocation_id="inv-3"),
+    ]
+    ledger = build_ledger(events)
+    assert IrregularShape.CALL_ID_LIKE_A_FALLBACK in ledger.shapes
+    repaired = repair_history(events, ledger, PlaceholderTexts())
+    if not anthropic_violations(adk_request_contents(events)):
+        assert not anthropic_violations(adk_request_contents(repaired.events))
