@@ -800,6 +800,8 @@ class PairingLedger:
                     index, part_index, call_id, name, held_open, author, branch=branch
                 )
             )
+            if call_id is not None and may_collide_with_a_fallback(call_id):
+                self.shapes.add(IrregularShape.CALL_ID_LIKE_A_FALLBACK)
             if (
                 call_id is not None
                 and adapter is not None
@@ -819,8 +821,6 @@ class PairingLedger:
                         # apart instead.)
                         continue
                 opened_ids.add(call_id)
-                if may_collide_with_a_fallback(call_id):
-                    self.shapes.add(IrregularShape.CALL_ID_LIKE_A_FALLBACK)
                 if call_id in newest_by_id:
                     # Not dict.setdefault: dearer on a cold walk (benchmarks/RESULTS.md).
                     self.shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
