@@ -76,8 +76,10 @@ Some histories are *irregular*: a call id twice in one event, a call id
 reused while an earlier call with it is still open, text and a call in one
 ``Part``, two id-less calls in one event, an id-less response when no
 id-less call of its name is open, one id answered twice in one event, calls
-and results in one event, a call beside ADK's confirmation or credential
-request (the builder leaves that event out whole,
+and results in one event, a call id of the form ADK's Anthropic converter gives
+the ids it rewrites (``toolu_fallback_<n>``: two stored ids may be one on the
+wire, `adk_pairing.wire.may_collide_with_a_fallback`), a call beside ADK's
+confirmation or credential request (the builder leaves that event out whole,
 `adk_pairing.wire.builder_leaves_out`, so such a call is not counted unless
 ADK holds it open), or one agent's event answering another agent's call (ADK
 authors a tool's result as the agent that called it, or the user for
@@ -122,6 +124,7 @@ from .wire import (
     call_key,
     held_by_child,
     is_held_open,
+    may_collide_with_a_fallback,
     never_sent_as_a_call,
 )
 
@@ -799,6 +802,8 @@ class PairingLedger:
                     index, part_index, call_id, name, held_open, author, branch=branch
                 )
             )
+            if call_id is not None and may_collide_with_a_fallback(call_id):
+                self.shapes.add(IrregularShape.CALL_ID_LIKE_A_FALLBACK)
             if (
                 call_id is not None
                 and adapter is not None

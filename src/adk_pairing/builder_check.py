@@ -69,7 +69,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from .checks import gemini_violations
-from .wire import MODEL_ROLES, Block, IdlessCalls, anthropic_block
+from .wire import MODEL_ROLES, Block, IdlessCalls, anthropic_block, branches_shown_to
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 
@@ -131,15 +131,22 @@ def builder_logs_quieted() -> Iterator[None]:
 
 
 def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
-    """Every author but the user with each branch it wrote in, in order of first appearance.
+    """Every author but the user with each branch it wrote in and every branch above it.
 
     Each builds its own request there: ADK shows an agent what its branch shows
     (`adk_pairing.wire.branch_shows`), and a workflow can run one agent in
-    several branches.
+    several branches. An agent above a branch (the root after a
+    ``ParallelAgent``, at no branch) is shown the events of every branch
+    below it at once, so its request pairs calls of sibling branches that no
+    branch's own request holds together (`adk_pairing.wire.branches_shown_to`).
+    In order of first appearance.
     """
     return list(
         dict.fromkeys(
-            (e.author, e.branch or None) for e in events if e.author and e.author != "user"
+            (e.author, shown)
+            for e in events
+            if e.author and e.author != "user"
+            for shown in (branches_shown_to(e.branch) if e.branch else [None])
         )
     )
 
@@ -245,6 +252,8 @@ def pairing_holds(contents: Sequence[types.Content]) -> bool:
         empty_text = False
         for part in content.parts or ():
             kind = anthropic_block(part)
+            if kind is Block.DROPPED:
+                continue
             if kind is Block.NOTHING:
                 empty_text = True
                 continue
@@ -308,12 +317,15 @@ def unique_call_ids_on_the_wire(contents: Sequence[types.Content]) -> bool:
     The converter keeps ids of ``[a-zA-Z0-9_-]+`` and maps every other id to a
     fallback of its own, one per distinct id, so two calls sharing an id share
     it on the wire whatever its characters; id-less calls are paired by
-    position (`pairing_holds`), not by id.
+    position (`pairing_holds`), not by id. Two distinct ids that ADK's id
+    sanitizer sends as one fallback (`adk_pairing.wire.may_collide_with_a_fallback`)
+    take that sanitizer, which comes with the ``anthropic`` package: without
+    it there is none on the wire.
     """
     seen: set[str] = set()
     for content in contents:
-        if content.role not in MODEL_ROLES:
-            continue
+        # Every role: ADK's builder can merge a malformed event's calls into a
+        # user turn, and the converter sends them as tool_use blocks there too.
         for part in content.parts or ():
             call = part.function_call
             if call is None or not call.id or anthropic_block(part) is not Block.CALL:

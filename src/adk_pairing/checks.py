@@ -65,7 +65,10 @@ an id-less result takes the id of an unanswered id-less call of the model
 turn just before it (same name first, oldest first), or a fresh id when there
 is none. Every ADK converter keeps such ids unchanged, so the verdict is the
 same on every version. Violations name the original ids; an id-less call
-shows as ``<no id: name>``.
+shows as ``<no id: name>``. One thing the sanitizer does is checked on its own
+ids, once more: from 1.39.1 its fallbacks (``toolu_fallback_<n>``) are ids it
+keeps, so a stored id of that form and an id it rewrites can be one
+``tool_use`` id on the wire (`_ids_merged_on_the_wire`).
 
 Everything else comes from ADK's converter as it is, on purpose: a ``Part``
 holding both text and a ``function_call`` becomes a text block and the call
@@ -92,7 +95,7 @@ from typing import Any
 
 from google.genai import types
 
-from .wire import IdlessCalls, anthropic_keeps_id, is_model_role
+from .wire import Block, IdlessCalls, anthropic_block, anthropic_keeps_id, is_model_role
 
 #: The rules `request_violations` checks, in the order it reports them.
 RULES = ("anthropic", "openai_chat", "gemini", "strict_alternation")
@@ -299,7 +302,12 @@ def anthropic_pairing_violations(contents: Iterable[types.Content]) -> list[str]
 
 
 def anthropic_violations(contents: Iterable[types.Content]) -> list[str]:
-    """Anthropic's whole rule: positional pairing and unique tool_use ids."""
+    """Anthropic's whole rule: positional pairing and unique tool_use ids.
+
+    Unique both among the positional ids and as ADK's converter sends them
+    (`_ids_merged_on_the_wire`).
+    """
+    contents = list(contents)
     converted = _converted(contents)
     if isinstance(converted, str):
         return [converted]
@@ -316,7 +324,48 @@ def anthropic_violations(contents: Iterable[types.Content]) -> list[str]:
         for ident, count in uses.items()
         if count > 1
     )
+    violations.extend(_ids_merged_on_the_wire(contents))
     return violations
+
+
+def _ids_merged_on_the_wire(contents: Sequence[types.Content]) -> list[str]:
+    """Distinct stored call ids that ADK's Anthropic converter sends as one ``tool_use`` id.
+
+    Its fallback for an id it rewrites has a form it keeps
+    (`adk_pairing.wire.may_collide_with_a_fallback`), so a stored
+    ``toolu_fallback_0`` and a rewritten ``ïd 1`` can share it on the wire.
+    The positional ids above cannot show this, so the request is converted
+    once more with its own ids; each ``tool_use`` block is matched to the
+    call part it came from by order (`adk_pairing.wire.anthropic_block`).
+    """
+    try:
+        messages = to_anthropic_messages(contents)
+    except (NotImplementedError, ValueError, AssertionError):
+        return []  # reported above
+    sent = [
+        _field(block, "id")
+        for message in messages
+        for block in message["content"]
+        if _field(block, "type") == "tool_use"
+    ]
+    stored = [
+        part.function_call.id
+        for content in contents
+        for part in content.parts or ()
+        if part.function_call is not None and anthropic_block(part) is Block.CALL
+    ]
+    if len(sent) != len(stored):  # a converter this rule does not know: nothing to match
+        return []
+    owners: dict[str, set[str]] = {}
+    for original, on_the_wire in zip(stored, sent, strict=True):
+        if original:
+            owners.setdefault(on_the_wire, set()).add(original)
+    return [
+        f"{len(originals)} distinct call ids are all sent as tool_use id {on_the_wire!r}; "
+        "ids must be unique"
+        for on_the_wire, originals in owners.items()
+        if len(originals) > 1
+    ]
 
 
 def satisfies_anthropic_pairing(contents: Iterable[types.Content]) -> bool:

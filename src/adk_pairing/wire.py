@@ -17,7 +17,10 @@ The rules:
   signature), then text, then ``function_call``, then ``function_response``;
   the first match wins and the rest of the part is dropped. So a part holding
   a call beside text or a signed thought is not a call on the wire
-  (`never_sent_as_a_call`); only a malformed part holds both.
+  (`never_sent_as_a_call`); only a malformed part holds both. 1.20.0 has no
+  thinking: a signed thought's call is sent as a call there
+  (`converter_sends_signed_thoughts`). From 2.9.2 a thought signature with
+  nothing beside it is dropped (``_is_content_free_signature``; `Block.DROPPED`).
 * **Who answers an id-less call**, twice over because two of ADK's stages
   pair them differently:
 
@@ -50,8 +53,14 @@ The rules:
   of its own, one per distinct id (``_ToolUseIdSanitizer``, 1.39.1 and
   later; 2.13.0 ``models/anthropic_llm.py:467-520``), so two calls sharing
   such an id share one ``tool_use`` id on the wire (`anthropic_keeps_id`,
-  `ANTHROPIC_ID`); ADK 1.20's builder strips its own ``adk-`` ids from every
-  request (``flows/llm_flows/contents.py``, via
+  `ANTHROPIC_ID`). Its fallbacks are ``toolu_fallback_<n>``, numbered in
+  request order, and an id of that form is itself kept, so a stored id that
+  looks like a fallback and an id the converter rewrites can be one
+  ``tool_use`` id on the wire (`ANTHROPIC_FALLBACK_PREFIX`,
+  `may_collide_with_a_fallback`). 1.20.0 sends every id as it is
+  (``id or ""``). LiteLlm sends every id as it is, and an id-less call or
+  result as ``""`` (2.13.0 ``models/lite_llm.py:1630,1686``); ADK 1.20's
+  builder strips its own ``adk-`` ids from every request (``flows/llm_flows/contents.py``, via
   ``remove_client_function_call_id``, 1.20.0 ``functions.py:68``;
   `ADK_OWN_ID_PREFIX`); models that pair by id get ids kept
   (`pairs_calls_by_id`).
@@ -91,6 +100,9 @@ LEFT_OUT_CALL_NAMES = frozenset(
 #: Tool ids the Messages API accepts; ADK's sanitizer keeps exactly these.
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
+#: How the fallback ids of ADK's Anthropic converter start (``_ToolUseIdSanitizer``).
+ANTHROPIC_FALLBACK_PREFIX = "toolu_fallback_"
+
 #: How the ids ADK gives calls itself start (``generate_client_function_call_id``).
 ADK_OWN_ID_PREFIX = "adk-"
 
@@ -114,6 +126,9 @@ class IrregularShape(enum.StrEnum):
 
     CALL_ID_TWICE_IN_ONE_EVENT = "call_id_twice_in_one_event"
     CALL_ID_REUSED_WHILE_OPEN = "call_id_reused_while_open"
+    #: A call id of the form ADK's Anthropic converter gives the ids it rewrites
+    #: (`may_collide_with_a_fallback`): two stored ids may be one id on the wire.
+    CALL_ID_LIKE_A_FALLBACK = "call_id_like_a_fallback"
     #: A call sharing its part with text or a signed thought (`never_sent_as_a_call`).
     NOT_SENT_AS_A_CALL = "not_sent_as_a_call"
     IDLESS_CALLS_IN_ONE_EVENT = "idless_calls_in_one_event"
@@ -147,13 +162,18 @@ class Block(enum.Enum):
     OTHER = "other"
     CALL = "call"
     RESULT = "result"
-    #: Empty text: not sent at all.
+    #: Empty text: not sent at all (a user turn of nothing else becomes ``"."``).
     NOTHING = "nothing"
+    #: A thought signature with nothing beside it (another model's): dropped
+    #: from 2.9.2 (``_is_content_free_signature``); older converters raise.
+    DROPPED = "dropped"
 
 
 def anthropic_block(part: types.Part) -> Block:
     """What ADK's Anthropic converter sends `part` as (module docstring)."""
-    if part.thought and (part.text or part.thought_signature):
+    if part.thought and (
+        part.text or (part.thought_signature and converter_sends_signed_thoughts())
+    ):
         return Block.OTHER
     if part.text:
         return Block.OTHER
@@ -163,6 +183,8 @@ def anthropic_block(part: types.Part) -> Block:
         return Block.RESULT
     if part.text == "" and not part.thought_signature:
         return Block.NOTHING
+    if part.thought_signature and not part.thought:
+        return Block.DROPPED
     return Block.OTHER
 
 
@@ -170,9 +192,13 @@ def never_sent_as_a_call(part: types.Part) -> bool:
     """Whether the converter sends `part` as something it tries before a call or result.
 
     Only a malformed part holds a call or a result beside text or a signed
-    thought; the converter then sends the text or thinking and drops the rest.
+    thought; the converter then sends the text or thinking and drops the rest
+    (a signed thought only where it sends one as thinking,
+    `converter_sends_signed_thoughts`).
     """
-    return bool(part.text or (part.thought and part.thought_signature))
+    return bool(
+        part.text or (part.thought and part.thought_signature and converter_sends_signed_thoughts())
+    )
 
 
 @functools.cache
@@ -240,6 +266,11 @@ def is_held_open(name: str, call_id: str | None, long_running_ids: Iterable[str]
 def anthropic_keeps_id(call_id: str) -> bool:
     """Whether ADK's Anthropic converter sends `call_id` as it is (else: a fallback id)."""
     return ANTHROPIC_ID.fullmatch(call_id) is not None
+
+
+def may_collide_with_a_fallback(call_id: str) -> bool:
+    """Whether ADK's Anthropic converter may also send another id as `call_id` (its fallback)."""
+    return call_id.startswith(ANTHROPIC_FALLBACK_PREFIX)
 
 
 def pairs_calls_by_id(model: object) -> bool:

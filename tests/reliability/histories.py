@@ -8,12 +8,25 @@ is the same. What it produces, besides ordinary turns:
 * call ids from a pool of four, one with a space and a non-ASCII letter
   (reused across turns and within one event: `id_kinds` says which a history has),
   calls without an id, long-running ids, confirmation requests;
+* in some histories, ids from a second pool (`SPECIAL_IDS`): ids of 20,000
+  characters, one that ADK's Anthropic converter keeps and one it rewrites;
+  ``toolu_fallback_0`` and ``toolu_fallback_1``, which that converter keeps
+  and also gives ids it rewrites (``_ToolUseIdSanitizer``, 1.39.1 and later),
+  so two ids collide on the wire; an empty id, which LiteLlm sends as an
+  id-less call does (``id or ""``); ADK's own ``adk-`` id, which google-adk
+  1.20's builder strips; an id holding LiteLlm's ``__thought__`` separator;
+* ADK's held-open requests (``adk_request_input``, ``adk_request_confirmation``,
+  ``adk_request_credential``), most of them sharing an id with an ordinary call;
+* branches: in some histories each call or result event runs in one of two
+  sibling branches, their parent or none, so an id is called in two branches
+  and a root agent is shown both;
 * a ``Part`` holding text *and* a function call;
 * responses to calls long answered, to ids never called, before any call,
   in the same event as their call, authored by the user or the agent;
 * rewinds without content (as ADK writes them) and with content, to earlier
   invocations, to other rewinds and to invocations that never existed;
-* a call beside ADK's confirmation request in one event;
+* a call beside ADK's confirmation request in one event, and events holding
+  both calls and results (in branches, and before and after rewinds);
 * events without content, with empty parts, and partial events.
 """
 
@@ -27,11 +40,35 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from adk_pairing.analysis import is_rewind
-from adk_pairing.wire import LEFT_OUT_CALL_NAMES, builder_leaves_out
+from adk_pairing.wire import (
+    ADK_OWN_ID_PREFIX,
+    HELD_OPEN_CALL_NAMES,
+    LEFT_OUT_CALL_NAMES,
+    anthropic_keeps_id,
+    builder_leaves_out,
+)
 from tests.unit.events import AGENT, call, model_event, response, response_event, user_text
 
 ID_POOL = ("c1", "c2", "c3", "ïd 1")
-NAMES = ("lookup", "fetch", "adk_request_confirmation")
+#: An id of 20,000 characters both converters keep, and one ADK's Anthropic converter rewrites.
+LONG_ID = "L" * 20_000
+LONG_REWRITTEN_ID = "L" * 19_999 + " "
+#: Ids ADK's Anthropic converter keeps (`adk_pairing.wire.anthropic_keeps_id`) and also
+#: gives, in request order, to ids it rewrites (``ïd 1``, `LONG_REWRITTEN_ID`).
+FALLBACK_LOOKALIKES = ("toolu_fallback_0", "toolu_fallback_1")
+#: LiteLlm sends ``id or ""`` (an empty id like a missing one), keeps a
+#: ``__thought__`` separator as it is on the way out, and google-adk 1.20's
+#: builder strips ADK's own ``adk-`` ids (`adk_pairing.wire.ADK_OWN_ID_PREFIX`).
+LITELLM_IDS = ("", f"{ADK_OWN_ID_PREFIX}5c1e", "c1__thought__c2ln")
+#: The second pool: a history draws each of these in with `SPECIAL_ID_CHANCE`.
+SPECIAL_IDS = (LONG_ID, LONG_REWRITTEN_ID, *FALLBACK_LOOKALIKES, *LITELLM_IDS)
+SPECIAL_ID_CHANCE = 0.1
+ORDINARY_NAMES = ("lookup", "fetch")
+NAMES = (*ORDINARY_NAMES, *sorted(HELD_OPEN_CALL_NAMES))
+NAME_WEIGHTS = (10, 6, 1, 1, 1)
+#: Sibling branches, their parent, and none (`adk_pairing.wire.branch_shows`).
+BRANCHES = ("fan.a", "fan.b", "fan", None)
+BRANCHED_CHANCE = 0.4
 
 #: Event kind -> weight.
 KINDS: dict[str, int] = {
@@ -50,9 +87,13 @@ class HistoryGenerator:
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
+        self._ids: tuple[str, ...] = ID_POOL
+        self._branches: tuple[str | None, ...] = (None,)
 
     def history(self, max_events: int = 14) -> list[Event]:
         rng = self.rng
+        self._ids = ID_POOL + tuple(i for i in SPECIAL_IDS if rng.random() < SPECIAL_ID_CHANCE)
+        self._branches = BRANCHES if rng.random() < BRANCHED_CHANCE else (None,)
         invocations: list[str] = []
         called: list[tuple[str | None, str]] = []
         events: list[Event] = []
@@ -87,8 +128,13 @@ class HistoryGenerator:
         parts: list[types.Part] = []
         long_running: list[str] = []
         for _ in range(rng.randint(1, 3)):
-            call_id = None if rng.random() < 0.12 else rng.choice(ID_POOL)
-            name = rng.choices(NAMES, weights=(10, 6, 1))[0]
+            call_id = None if rng.random() < 0.12 else rng.choice(self._ids)
+            name = rng.choices(NAMES, weights=NAME_WEIGHTS)[0]
+            if called and rng.random() < 0.6:
+                # A held-open request under an ordinary call's id, or the other way round.
+                held = name in HELD_OPEN_CALL_NAMES
+                others = [i for i, n in called if i and (n in HELD_OPEN_CALL_NAMES) != held]
+                call_id = rng.choice(others) if others else call_id
             part = call(call_id, name)
             if rng.random() < 0.06:
                 part.text = "and a text in the call's own part"
@@ -96,8 +142,9 @@ class HistoryGenerator:
             called.append((call_id, name))
             if call_id and rng.random() < 0.25:
                 long_running.append(call_id)
-        if rng.random() < 0.03 and called:
-            parts.append(response(*rng.choice(called)))  # a response in its call's event
+        if rng.random() < 0.15 and called:
+            # A result in a call event: its own call's, or an earlier one's.
+            parts.insert(rng.randrange(len(parts) + 1), response(*rng.choice(called)))
         if rng.random() < 0.2:
             parts.append(types.Part(text="let me check"))
         author = AGENT if rng.random() < 0.95 else "helper"
@@ -106,6 +153,7 @@ class HistoryGenerator:
             invocation_id=invocation,
             long_running=long_running or None,
             author=author,
+            branch=rng.choice(self._branches),
         )
 
     def _responses(self, invocation: str, called: list[tuple[str | None, str]]) -> Event:
@@ -115,11 +163,13 @@ class HistoryGenerator:
             if called and rng.random() < 0.9:
                 parts.append(response(*rng.choice(called[-4:])))
             else:
-                parts.append(response(rng.choice((*ID_POOL, "never-called", None)), "lookup"))
+                parts.append(response(rng.choice((*self._ids, "never-called", None)), "lookup"))
         if rng.random() < 0.05:
             parts.append(types.Part(text="a text after the results"))
         author = "user" if rng.random() < 0.3 else AGENT
-        return response_event(parts, invocation_id=invocation, author=author)
+        return response_event(
+            parts, invocation_id=invocation, author=author, branch=rng.choice(self._branches)
+        )
 
     def _rewind(self, invocations: list[str]) -> Event:
         rng = self.rng
@@ -133,6 +183,14 @@ class HistoryGenerator:
 
 
 NO_TRAIT = "none of these"
+#: The `ID_KINDS` that are malformations a failure may come from too (`traits`).
+SHAPE_TRAITS = frozenset(
+    {
+        *(f"{name} sharing an id with an ordinary call" for name in HELD_OPEN_CALL_NAMES),
+        "an event holding calls and results",
+        "one id called in two sibling branches",
+    }
+)
 
 
 def traits(events: list[Event]) -> set[str]:
@@ -164,16 +222,35 @@ def traits(events: list[Event]) -> set[str]:
         results.update(r.id or r.name for r in event.get_function_responses())
     if any(count > calls[key] for key, count in results.items()):
         found.add("more results than calls for an id")
+    found.update(kind for kind in id_kinds(events) if kind in SHAPE_TRAITS)
     return found
 
 
-#: The kinds of call id the fuzz run must reach (`id_kinds`).
-ID_KINDS = ("an id with a space", "a non-ASCII id", "an id called again")
+#: What the fuzz run must reach (`id_kinds`): kinds of call id, and the shapes
+#: around them that issue 26 found undrawn.
+ID_KINDS = (
+    "an id with a space",
+    "a non-ASCII id",
+    "an id called again",
+    "an id of 20,000 characters",
+    "a stored toolu_fallback_ id beside an id Anthropic's converter rewrites",
+    "an empty id (LiteLlm sends it as an id-less call's)",
+    "ADK's own adk- id",
+    "an id holding LiteLlm's __thought__ separator",
+    *(f"{name} sharing an id with an ordinary call" for name in sorted(HELD_OPEN_CALL_NAMES)),
+    "an event holding calls and results",
+    "an event holding calls and results, in a branch",
+    "an event holding calls and results, and a rewind",
+    "one id called in two sibling branches",
+    "issue 26's worse shape: a held-open request and an ordinary call sharing an id, "
+    "each beside a result, in two sibling branches",
+)
 
 
 def id_kinds(events: list[Event]) -> set[str]:
-    """Which `ID_KINDS` the calls in `events` carry (``ïd 1`` of `ID_POOL` has the first two)."""
-    ids = [c.id for e in events for c in e.get_function_calls() if c.id]
+    """Which `ID_KINDS` `events` reach (``ïd 1`` of `ID_POOL` has the first two)."""
+    calls = [c for e in events for c in e.get_function_calls()]
+    ids = [c.id for c in calls if c.id]
     found = set()
     if any(" " in i for i in ids):
         found.add(ID_KINDS[0])
@@ -181,7 +258,56 @@ def id_kinds(events: list[Event]) -> set[str]:
         found.add(ID_KINDS[1])
     if len(ids) != len(set(ids)):
         found.add(ID_KINDS[2])
+    if any(len(i) >= 20_000 for i in ids):
+        found.add(ID_KINDS[3])
+    if set(ids) & set(FALLBACK_LOOKALIKES) and not all(anthropic_keeps_id(i) for i in ids):
+        found.add(ID_KINDS[4])
+    if any(c.id == "" for c in calls):
+        found.add(ID_KINDS[5])
+    if any(i.startswith(ADK_OWN_ID_PREFIX) for i in ids):
+        found.add(ID_KINDS[6])
+    if any("__thought__" in i for i in ids):
+        found.add(ID_KINDS[7])
+    ordinary = {c.id for c in calls if c.id and c.name not in HELD_OPEN_CALL_NAMES}
+    for name in sorted(HELD_OPEN_CALL_NAMES):
+        if any(c.name == name and c.id in ordinary for c in calls):
+            found.add(f"{name} sharing an id with an ordinary call")
+    mixed = [e for e in events if e.get_function_calls() and e.get_function_responses()]
+    if mixed:
+        found.add("an event holding calls and results")
+    if any(e.branch for e in mixed):
+        found.add("an event holding calls and results, in a branch")
+    if mixed and any(is_rewind(e) for e in events):
+        found.add("an event holding calls and results, and a rewind")
+    branches_of: dict[str, set[str]] = {}
+    for event in events:
+        for c in event.get_function_calls():
+            if c.id and event.branch in ("fan.a", "fan.b"):
+                branches_of.setdefault(c.id, set()).add(event.branch)
+    if any(len(b) == 2 for b in branches_of.values()):
+        found.add("one id called in two sibling branches")
+    if _the_issue_26_shape(mixed):
+        found.add(ID_KINDS[-1])
     return found
+
+
+def _the_issue_26_shape(mixed: list[Event]) -> bool:
+    """Among events holding calls and results: a held-open and an ordinary call of one id,
+    in two sibling branches."""
+    siblings = ("fan.a", "fan.b")
+    held, ordinary = set(), set()
+    for event in mixed:
+        if event.branch in siblings:
+            for c in event.get_function_calls():
+                side = held if c.name in HELD_OPEN_CALL_NAMES else ordinary
+                side.add((c.id, event.branch))
+    return any(
+        (call_id, other) in ordinary
+        for call_id, branch in held
+        if call_id
+        for other in siblings
+        if other != branch
+    )
 
 
 def describe(events: list[Event]) -> str:

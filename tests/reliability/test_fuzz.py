@@ -35,8 +35,15 @@ on 2.13.0 (1313 in every CI run), seed 7 on 2.10.0, 2.9.2, 2.6.2, 1.39.1 and
 1.20.0, and seed 1313 on 2.10.0 and 1.20.0 (seeds 99 and 2024, and the runs
 on 1.39.1 and 2.9.2 and of seed 1313, at 0750305, with the ledger's adapters;
 the others at the fix's own commit). The run also
-counts, and requires, histories with an id with a space, a non-ASCII id and
-an id called again (about half each).
+counts, and requires, histories with each of `histories.ID_KINDS`: an id with
+a space, a non-ASCII id and an id called again (about half each), and what
+issue 26 found undrawn (held-open requests sharing an ordinary call's id,
+20,000-character ids, ids colliding after ADK's Anthropic converter rewrites
+them, LiteLlm's empty, ``adk-`` and ``__thought__`` ids, calls and results in
+one event in branches and beside rewinds, one id in two sibling branches).
+With those draws, 10,000 histories pass for seeds 1313 and 7 on 2.13.0 and
+seed 7 on 2.10.0, 2.6.2 and 1.20.0 (at 958c2c3, after the view check learned
+to build the request of every branch above an agent's own).
 """
 
 from __future__ import annotations

@@ -158,6 +158,56 @@ def test_the_view_check_builds_each_branchs_own_request() -> None:
     assert repaired.events == events
 
 
+def _one_long_id_in_two_branches() -> list[Event]:
+    """The fuzz's last worse history (issue 26): one 20,000-character id, two branches.
+
+    A held-open ``adk_request_input`` call in branch a and an ordinary call in
+    branch b share the id; each sits in an event that also holds a result.
+    Each branch's request is valid as stored and from the view. The request of
+    an agent running above both (the root, after a ``ParallelAgent``) shows
+    both branches: as stored, ADK's builder drops both calls (no result carries
+    their id); with the view's placeholders both come back, one ``tool_use`` id
+    twice.
+    """
+    long_id = "y" * 20_000
+    return [
+        user_text(),
+        model_event([call(long_id, "adk_request_input"), response("o")], branch="fan.a"),
+        model_event([call(long_id, "lookup"), response("o")], branch="fan.b"),
+    ]
+
+
+def test_the_view_check_builds_the_request_of_every_branch_above_an_agents_own() -> None:
+    """ADK shows an agent in branch ``fan`` or at the root every event of ``fan.a``
+    and ``fan.b`` (`adk_pairing.wire.branch_shows`): the check builds those
+    requests too, so no request from the view of `_one_long_id_in_two_branches`
+    is worse than the stored one. (Builders up to 2.6 raise on the stored
+    history's stray results: nothing to be worse than there.)"""
+    from google.adk.flows.llm_flows.contents import _get_contents
+
+    from adk_pairing.checks import anthropic_violations
+    from adk_pairing.placeholders import PlaceholderTexts
+    from adk_pairing.repair import repair_history
+
+    def valid(history: list[Event], branch: str | None) -> bool | None:
+        try:
+            return not anthropic_violations(_get_contents(branch, list(history), "assistant"))
+        except ValueError:
+            return None
+
+    events = _one_long_id_in_two_branches()
+    ledger = build_ledger(events)
+    assert ledger.irregular
+    repaired = repair_history(events, ledger, PlaceholderTexts())
+    verdicts = {
+        branch: (valid(events, branch), valid(repaired.events, branch))
+        for branch in (None, "fan", "fan.a", "fan.b")
+    }
+    assert not [b for b, (stored, view) in verdicts.items() if stored and not view], verdicts
+    if verdicts[None][0]:  # the root's request is valid as stored: the view is not served
+        assert repaired.unproven and repaired.events == events
+
+
 def _sibling_answers_after_the_other_call() -> list[Event]:
     """Branch a calls ``call_0``, branch b calls ``call_0``, branch a answers its own."""
     return [

@@ -53,6 +53,7 @@ WIRE_RULES = frozenset(
         "is_mixed",
         "never_sent_as_a_call",
         "pairs_calls_by_id",
+        "may_collide_with_a_fallback",
     }
 )
 
