@@ -25,6 +25,7 @@ from google.adk.flows.llm_flows import contents as adk_contents
 from google.adk.models.anthropic_llm import AnthropicLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
@@ -60,8 +61,19 @@ async def build_request_async(
     model ADK would call.
     """
     session = Session(id="session", app_name="app", user_id="user", events=list(events))
+    return await build_session_request_async(session, _SERVICE, agent=agent, branch=branch)
+
+
+async def build_session_request_async(
+    session: Session,
+    session_service: BaseSessionService,
+    *,
+    agent: LlmAgent = _AGENT,
+    branch: str | None = None,
+) -> tuple[LlmRequest, InvocationContext]:
+    """`build_request_async` over a session a service returned (a view, or a stored one)."""
     context = InvocationContext(
-        session_service=_SERVICE,
+        session_service=session_service,
         invocation_id="e-request-probe",
         agent=agent,
         session=session,
