@@ -56,9 +56,11 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry.environment_variables import OTEL_PYTHON_METER_PROVIDER
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from opentelemetry.metrics import MeterProvider
 
-    from .analysis import PairingLedger
+    from .analysis import TrackedCall
 
 #: The meter's name: this package, never ADK's.
 METER_NAME = "adk_pairing"
@@ -114,12 +116,11 @@ class LiveMetrics:
             description="Repairs the request guarantee made to model requests.",
         )
 
-    def count_placeholders(self, ledger: PairingLedger, app: str) -> None:
-        """Counts the open calls of `ledger` (each gets a placeholder), by status."""
+    def count_placeholders(self, answered: Iterable[TrackedCall], app: str) -> None:
+        """Counts the calls a view answers with a placeholder, by status."""
         counts: dict[str, int] = {}
-        for calls in ledger.open_calls.values():
-            for call in calls:
-                counts[call.status.value] = counts.get(call.status.value, 0) + 1
+        for call in answered:
+            counts[call.status.value] = counts.get(call.status.value, 0) + 1
         try:
             for status, count in counts.items():
                 self._placeholders.add(count, {"status": status, "app": app})
