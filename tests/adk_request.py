@@ -16,6 +16,7 @@ Claude, the provider whose rule `adk_pairing.checks` checks.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, Sequence
 
 from google.adk.agents.invocation_context import InvocationContext
@@ -45,7 +46,13 @@ class _NeverCalledClaude(AnthropicLlm):
         yield  # an async generator, like the method it overrides
 
 
-_AGENT = LlmAgent(name=AGENT_NAME, model=_NeverCalledClaude(), instruction="Test agent.")
+@functools.cache
+def agent_named(name: str) -> LlmAgent:
+    """An agent called `name` whose model is `_NeverCalledClaude` (one per name)."""
+    return LlmAgent(name=name, model=_NeverCalledClaude(), instruction="Test agent.")
+
+
+_AGENT = agent_named(AGENT_NAME)
 _SERVICE = InMemorySessionService()
 
 

@@ -22,8 +22,9 @@ so the measure is of whatever plugin is installed.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events.event import Event
@@ -36,7 +37,7 @@ from adk_pairing import PairingPlugin
 from adk_pairing.analysis import build_ledger
 from adk_pairing.builder_check import _request_builder
 from adk_pairing.wire import MODEL_ROLES, never_sent_as_a_call
-from tests.adk_request import build_session_request_async
+from tests.adk_request import agent_named, build_session_request_async
 from tests.unit.events import AGENT
 
 #: What the oracle's real results say; never read by anything but ADK's builder.
@@ -163,6 +164,7 @@ async def request_contents(
     session_service: BaseSessionService,
     *,
     plugin: PairingPlugin | None = None,
+    agent: str = AGENT,
     branch: str | None = None,
 ) -> list[types.Content]:
     """What the model receives for `session`: ADK's contents processor, then `plugin` if any.
@@ -171,7 +173,9 @@ async def request_contents(
     ``CallbackContext`` over the very ``InvocationContext`` the request was
     built in.
     """
-    request, context = await build_session_request_async(session, session_service, branch=branch)
+    request, context = await build_session_request_async(
+        session, session_service, agent=agent_named(agent), branch=branch
+    )
     if plugin is not None:
         await plugin.before_model_callback(
             callback_context=CallbackContext(context), llm_request=request
@@ -181,15 +185,27 @@ async def request_contents(
 
 #: The setups measured: neither piece (the baseline), each piece alone, both.
 SETUPS = ("unwrapped", "decorator alone", "plugin alone", "both")
+#: The key of `lost_per_setup`'s result that holds how many calls count.
+COUNTED = "calls that count"
+
+
+def agents_of(history: Sequence[Event]) -> list[tuple[str, str | None]]:
+    """Every author but the user, with each branch it wrote in: each builds its own requests."""
+    return list(
+        dict.fromkeys((e.author, e.branch or None) for e in history if e.author not in ("", "user"))
+    )
 
 
 async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
-    """How many calls of `history` each setup's request loses (`calls_lost`), per `SETUPS`.
+    """How many calls of `history` each setup's requests lose (`calls_lost`), per `SETUPS`.
+
+    Also how many calls count (`COUNTED`), summed over the same requests.
 
     The history is appended event by event to an ``InMemorySessionService``,
     through the decorator (`PairingSessionService`); its stored events (read
-    unwrapped) are the agent's history, and each setup's request is built
-    from the session its service returns.
+    unwrapped) are the agents' history. Each setup's request is built, for
+    every agent in every branch it wrote in (`agents_of`), from the session
+    its service returns; the counts are summed over those requests.
     """
     from google.adk.sessions import InMemorySessionService
 
@@ -205,10 +221,38 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
     view = await wrapped.get_session(**key)
     assert stored is not None and view is not None
     plugin = PairingPlugin()
-    received = {
-        SETUPS[0]: await request_contents(stored, inner),
-        SETUPS[1]: await request_contents(view, wrapped),
-        SETUPS[2]: await request_contents(stored, inner, plugin=plugin),
-        SETUPS[3]: await request_contents(view, wrapped, plugin=plugin),
-    }
-    return {setup: len(calls_lost(stored.events, got)) for setup, got in received.items()}
+    lost = dict.fromkeys(SETUPS, 0)
+    lost[COUNTED] = 0
+    for agent, branch in agents_of(stored.events):
+        lost[COUNTED] += len(calls_that_count(stored.events, agent, branch))
+        where = {"agent": agent, "branch": branch}
+        received = {
+            SETUPS[0]: await request_contents(stored, inner, **where),
+            SETUPS[1]: await request_contents(view, wrapped, **where),
+            SETUPS[2]: await request_contents(stored, inner, plugin=plugin, **where),
+            SETUPS[3]: await request_contents(view, wrapped, plugin=plugin, **where),
+        }
+        for setup, got in received.items():
+            lost[setup] += len(calls_lost(stored.events, got, agent, branch))
+    return lost
+
+
+@dataclass(slots=True)
+class Tally:
+    """Calls lost per setup over many histories, and how often the view lost more than none."""
+
+    lost: Counter[str] = field(default_factory=Counter)
+    histories: int = 0
+    #: Histories whose request lost more calls with the decorator than with neither piece.
+    decorator_worse: int = 0
+
+    async def add(self, history: Sequence[Event]) -> None:
+        found = await lost_per_setup(history)
+        self.lost.update(found)
+        self.histories += 1
+        self.decorator_worse += found[SETUPS[1]] > found[SETUPS[0]]
+
+    def figure(self) -> str:
+        counted = self.lost[COUNTED]
+        per_setup = ", ".join(f"{setup} {self.lost[setup]}" for setup in SETUPS)
+        return f"{self.histories} histories, {counted} calls that count; lost: {per_setup}"
