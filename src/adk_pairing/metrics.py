@@ -10,9 +10,10 @@ ADK's dashboards and ours stay apart), holding four instruments:
 - ``adk_pairing.repair_fallbacks`` (counter, ``{session}``): a stored session
   served unrepaired, labelled ``app`` and ``operation``: ``read`` (its repair
   raised; get/create served the stored session), ``append`` (the view's
-  upkeep raised and it fell back to the stored events), ``unproven`` (an
-  irregular history whose placeholders ADK's builder could misplace,
-  `adk_pairing.builder_check`; counted per read, like placeholders), with a
+  upkeep raised and it fell back to the stored events), ``unproven`` (some
+  call events served as stored because ADK's builder could misplace their
+  placeholders, `adk_pairing.builder_check`, the others repaired; counted per
+  read, like placeholders), with a
   ``shape`` label naming the history's shape (`adk_pairing.wire.IrregularShape`,
   or ``answers_out_of_order``, `adk_pairing.repair.Fallback`);
 - ``adk_pairing.get_session.duration`` (histogram, ``s``): the decorator's

@@ -24,7 +24,7 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from adk_pairing import PairingPlugin, PairingSessionService, metrics
+from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic, metrics
 
 from .conftest import backend_params
 from .support.backends import Backend, open_backend
@@ -251,3 +251,44 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
         (("app", "shop"), ("operation", "unproven"), ("shape", shape)): 2
     }
     assert metrics.PLACEHOLDERS not in points(reader)
+
+
+async def test_a_partial_fallback_is_counted_logged_once_and_keeps_the_other_placeholders(
+    reader: InMemoryMetricReader, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 23, item 8: only the call event the check cannot prove is served as stored.
+
+    The warning says how many call events go as stored, the fallback is
+    counted per read, and the calls the view does answer are counted and
+    logged as placeholders, the others not.
+    """
+    from google.adk.flows.llm_flows.tools import _rearranger
+
+    from tests.unit.test_builder_check import _unprovable_spot_then_an_interrupted_call
+
+    if not hasattr(_rearranger, "drop_orphaned_function_calls"):
+        pytest.skip("google-adk < 2.10 keeps the unanswered call: the whole view is proven")
+    events = _unprovable_spot_then_an_interrupted_call()
+    inner = InMemorySessionService()
+    stored = await inner.create_session(app_name="shop", user_id="alice", session_id="s2")
+    for event in events:
+        await inner.append_event(stored, event)
+    service = PairingSessionService(inner)
+    key = {"app_name": "shop", "user_id": "alice", "session_id": "s2"}
+
+    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
+        first = await service.get_session(**key)
+        second = await service.get_session(**key)
+
+    assert first is not None and second is not None
+    synthetic = [e for e in first.events if is_synthetic(e)]
+    assert [r.function_response.id for e in synthetic for r in e.content.parts] == ["c9"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "adk_pairing"]
+    unproven = [m for m in messages if "shape=answers_out_of_order" in m]
+    assert len(unproven) == 1 and "serves 1 of its 2 call events" in unproven[0]
+    missing = [m for m in messages if m.startswith("Unanswered function call")]
+    assert len(missing) == 1 and "c9" in missing[0]  # not "t": the view does not answer it
+    assert totals(reader, metrics.REPAIR_FALLBACKS) == {
+        (("app", "shop"), ("operation", "unproven"), ("shape", "answers_out_of_order")): 2
+    }
+    assert totals(reader, metrics.PLACEHOLDERS) == {(("app", "shop"), ("status", "missing")): 2}

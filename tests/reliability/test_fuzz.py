@@ -62,9 +62,10 @@ from .interrupted_histories import InterruptedHistories
 
 HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
 WORSE = "stored request valid, view's request invalid"
-#: Not a failure: an irregular history whose placeholders ADK's builder would
-#: misplace, served as stored (`adk_pairing.builder_check`). Counted, to show the rate.
-SERVED_AS_STORED = "served as stored (unproven)"
+#: Not a failure: a history with call events whose placeholders ADK's builder
+#: would misplace, served as stored while the others keep theirs
+#: (`adk_pairing.repair`). Counted, to show the rate.
+SERVED_AS_STORED = "call events served as stored (unproven)"
 SEED = int(os.environ.get("RELIABILITY_FUZZ_SEED", "1313"))
 #: How many histories of each generator the calls-lost count measures: a
 #: sample in CI (seconds); set ``RELIABILITY_CALLS_LOST_HISTORIES=10000`` by hand.

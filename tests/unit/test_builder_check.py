@@ -27,7 +27,7 @@ from adk_pairing.builder_check import (
 from adk_pairing.builder_traits import NEWEST_BUILDER
 from adk_pairing.checks import anthropic_pairing_violations, anthropic_violations
 from adk_pairing.placeholders import PlaceholderTexts
-from adk_pairing.repair import RepairedHistory, place_repairs, repair_history
+from adk_pairing.repair import Fallback, RepairedHistory, place_repairs, repair_history
 from adk_pairing.wire import IrregularShape
 from tests.reliability.histories import HistoryGenerator, describe
 
@@ -298,3 +298,62 @@ def test_without_adks_builder_where_we_look_nothing_is_proven(
     assert not view_never_worse(events, _placed(events))
     repaired = repair_history(events, build_ledger(events), TEXTS)
     assert repaired.unproven and repaired.events == events
+
+
+def _unprovable_spot_then_an_interrupted_call() -> list[Event]:
+    """Issue 23's parallel turn (the weather answered beside a text, the time call never
+    returned: no placement gives call order), then a later turn whose call was
+    interrupted: an ordinary call, far from that spot."""
+    return [
+        user_text("weather and time?"),
+        model_event([call("w", "get_weather"), call("t", "get_time")]),
+        response_event([response("w", "get_weather"), types.Part(text="sunny so far")]),
+        user_text("and in Oslo?"),
+        model_event([call("c9")]),
+        user_text("still there?"),
+    ]
+
+
+def test_only_the_call_event_the_check_cannot_prove_is_served_as_stored() -> None:
+    """Issue 23, item 8: one unprovable spot no longer sends the whole session as stored.
+
+    Where the check accepts the whole view (a builder that keeps the
+    unanswered call in the stored request, so it is invalid already), every
+    call event is repaired.
+    """
+    events = _unprovable_spot_then_an_interrupted_call()
+    ledger = build_ledger(events)
+    assert ledger.placement(1) is None
+    repaired = repair_history(events, ledger, TEXTS)
+    if view_never_worse(events, _placed(events)):
+        assert not repaired.unproven and list(repaired.slots) == [1, 4]
+        return
+    assert repaired.fallback is Fallback.ANSWERS_OUT_OF_ORDER
+    assert repaired.served_as_stored == (1,)
+    assert list(repaired.slots) == [4]  # the interrupted call keeps its placeholder
+    _assert_served_as_stored(events, repaired)
+    assert view_never_worse(events, repaired.events)
+
+
+def test_the_newest_builder_rejects_that_spot() -> None:
+    """So the partial fallback above is exercised where ADK drops unanswered calls."""
+    from google.adk.flows.llm_flows.tools import _rearranger
+
+    if not hasattr(_rearranger, "drop_orphaned_function_calls"):
+        pytest.skip("google-adk < 2.10 keeps an unanswered call in the request")
+    events = _unprovable_spot_then_an_interrupted_call()
+    assert not view_never_worse(events, _placed(events))
+
+
+def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search for provable call events is bounded; what it has not proven goes as stored."""
+    from adk_pairing import repair
+
+    events = _unprovable_spot_then_an_interrupted_call()
+    monkeypatch.setattr(repair, "MOST_PARTIAL_CHECKS", 0)
+    monkeypatch.setattr(repair, "view_never_worse", lambda *args, **kwargs: False)
+    repaired = repair_history(events, build_ledger(events), TEXTS)
+    assert repaired.served_as_stored == (1, 4) and not repaired.slots
+    assert repaired.events == events
