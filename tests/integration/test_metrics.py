@@ -25,6 +25,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic, metrics
+from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 
 from .conftest import backend_params
 from .support.backends import Backend, open_backend
@@ -253,6 +254,7 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
     assert metrics.PLACEHOLDERS not in points(reader)
 
 
+@requires(BUILDER_DROPS_UNANSWERED_CALLS, "drop of unanswered calls in its request builder")
 async def test_a_partial_fallback_is_counted_logged_once_and_keeps_the_other_placeholders(
     reader: InMemoryMetricReader, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -262,12 +264,8 @@ async def test_a_partial_fallback_is_counted_logged_once_and_keeps_the_other_pla
     counted per read, and the calls the view does answer are counted and
     logged as placeholders, the others not.
     """
-    from google.adk.flows.llm_flows.tools import _rearranger
-
     from tests.unit.test_builder_check import _unprovable_spot_then_an_interrupted_call
 
-    if not hasattr(_rearranger, "drop_orphaned_function_calls"):
-        pytest.skip("google-adk < 2.10 keeps the unanswered call: the whole view is proven")
     events = _unprovable_spot_then_an_interrupted_call()
     inner = InMemorySessionService()
     stored = await inner.create_session(app_name="shop", user_id="alice", session_id="s2")

@@ -29,6 +29,7 @@ from adk_pairing.checks import anthropic_pairing_violations, anthropic_violation
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.repair import Fallback, RepairedHistory, place_repairs, repair_history
 from adk_pairing.wire import IrregularShape
+from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 from tests.reliability.histories import HistoryGenerator, describe
 
 from .events import AGENT, call, model_event, response, response_event, user_text
@@ -335,12 +336,9 @@ def test_only_the_call_event_the_check_cannot_prove_is_served_as_stored() -> Non
     assert view_never_worse(events, repaired.events)
 
 
-def test_the_newest_builder_rejects_that_spot() -> None:
+@requires(BUILDER_DROPS_UNANSWERED_CALLS, "drop of unanswered calls in its request builder")
+def test_a_builder_that_drops_unanswered_calls_rejects_that_spot() -> None:
     """So the partial fallback above is exercised where ADK drops unanswered calls."""
-    from google.adk.flows.llm_flows.tools import _rearranger
-
-    if not hasattr(_rearranger, "drop_orphaned_function_calls"):
-        pytest.skip("google-adk < 2.10 keeps an unanswered call in the request")
     events = _unprovable_spot_then_an_interrupted_call()
     assert not view_never_worse(events, _placed(events))
 
