@@ -24,7 +24,7 @@ from tests.calls_lost import (
     sent_calls,
 )
 
-from .events import AGENT, call, model_event, response, response_event, user_text
+from .events import call, model_event, response, response_event, user_text
 from .test_properties import adk_request_contents
 
 
@@ -122,4 +122,3 @@ def test_the_plugin_runs_on_the_request_adk_built_for_a_real_session() -> None:
         return len(by_view), len(both)
 
     assert asyncio.run(measure()) == (0, 0)
-    assert AGENT == "assistant"  # the agent `request_contents` builds for
