@@ -36,8 +36,8 @@ on 2.13.0 (1313 in every CI run), seed 7 on 2.10.0, 2.9.2, 2.6.2, 1.39.1 and
 on 1.39.1 and 2.9.2 and of seed 1313, at 0750305, with the ledger's adapters;
 the others at the fix's own commit). With the partial fallback (issue 23,
 item 8: only the call events the check cannot prove go as stored), 10,000
-histories each passed for seed 1313 on 2.13.0, 2.10.0 and 1.20.0, and 2,500
-for seed 7 on 2.13.0 (h-lost). The run also
+histories each passed for seed 1313 on 2.13.0, 2.10.0 and 1.20.0, and for
+seed 7 on 2.13.0 (h-lost). The run also
 counts, and requires, histories with an id with a space, a non-ASCII id and
 an id called again (about half each).
 """
