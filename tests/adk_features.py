@@ -76,6 +76,26 @@ def _builder_can_preserve_call_ids() -> bool:
 BUILDER_CAN_PRESERVE_CALL_IDS = _builder_can_preserve_call_ids()
 
 
+def _builder_drops_unanswered_calls() -> bool:
+    from google.adk.events.event import Event
+    from google.adk.flows.llm_flows.contents import _get_contents
+    from google.genai import types
+
+    unanswered = types.Part(function_call=types.FunctionCall(id="x", name="f", args={}))
+    events = [
+        Event(author="user", content=types.Content(role="user", parts=[types.Part(text="hi")])),
+        Event(author="agent", content=types.Content(role="model", parts=[unanswered])),
+        Event(author="user", content=types.Content(role="user", parts=[types.Part(text="and?")])),
+    ]
+    contents = _get_contents(None, events, "agent")
+    return not any(part.function_call for content in contents for part in content.parts or ())
+
+
+#: ADK's request builder drops a call nothing answers (``drop_orphaned_function_calls``,
+#: >= 2.10), before any plugin runs.
+BUILDER_DROPS_UNANSWERED_CALLS = _builder_drops_unanswered_calls()
+
+
 def requires(present: bool, feature: str) -> pytest.MarkDecorator:
     """Skips a test when the installed google-adk lacks `feature`."""
     return pytest.mark.skipif(not present, reason=f"google-adk {ADK_VERSION} has no {feature}")

@@ -16,6 +16,7 @@ Claude, the provider whose rule `adk_pairing.checks` checks.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, Sequence
 
 from google.adk.agents.invocation_context import InvocationContext
@@ -25,6 +26,7 @@ from google.adk.flows.llm_flows import contents as adk_contents
 from google.adk.models.anthropic_llm import AnthropicLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
@@ -44,7 +46,13 @@ class _NeverCalledClaude(AnthropicLlm):
         yield  # an async generator, like the method it overrides
 
 
-_AGENT = LlmAgent(name=AGENT_NAME, model=_NeverCalledClaude(), instruction="Test agent.")
+@functools.cache
+def agent_named(name: str) -> LlmAgent:
+    """An agent called `name` whose model is `_NeverCalledClaude` (one per name)."""
+    return LlmAgent(name=name, model=_NeverCalledClaude(), instruction="Test agent.")
+
+
+_AGENT = agent_named(AGENT_NAME)
 _SERVICE = InMemorySessionService()
 
 
@@ -60,8 +68,19 @@ async def build_request_async(
     model ADK would call.
     """
     session = Session(id="session", app_name="app", user_id="user", events=list(events))
+    return await build_session_request_async(session, _SERVICE, agent=agent, branch=branch)
+
+
+async def build_session_request_async(
+    session: Session,
+    session_service: BaseSessionService,
+    *,
+    agent: LlmAgent = _AGENT,
+    branch: str | None = None,
+) -> tuple[LlmRequest, InvocationContext]:
+    """`build_request_async` over a session a service returned (a view, or a stored one)."""
     context = InvocationContext(
-        session_service=_SERVICE,
+        session_service=session_service,
         invocation_id="e-request-probe",
         agent=agent,
         session=session,

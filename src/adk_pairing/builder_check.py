@@ -28,10 +28,10 @@ checked against the very builder that will run: `view_never_worse` builds the
 request contents from the stored events and from the view with the installed
 ADK's ``_get_contents``, once for every agent that authored an event, and
 compares them rule by rule. If some agent's request would keep a rule from
-the store and break it from the view, the view is not served: the caller gets
-the stored events as they are (`adk_pairing.repair`), and `PairingPlugin`,
-which sees the finished request, answers the calls there. A regular history
-is never checked: it costs nothing.
+the store and break it from the view, that view is not served: the caller
+(`adk_pairing.repair`) keeps the placeholders of every call event it can
+prove, and serves only the others as stored. A regular history is never
+checked: it costs nothing.
 
 The rules, each on the contents ADK's builder made, through the real
 converters:
@@ -175,21 +175,36 @@ def _worse(view: tuple[bool, ...] | None, stored: tuple[bool, ...] | None) -> bo
     return any(kept and not still for kept, still in zip(stored, view, strict=True))
 
 
-def view_never_worse(stored: Sequence[Event], view: Sequence[Event]) -> bool:
+#: (agent, branch) -> the rules ADK's request from the stored events keeps (`_verdicts`).
+StoredVerdicts = dict[tuple[str, str | None], tuple[bool, ...] | None]
+
+
+def view_never_worse(
+    stored: Sequence[Event],
+    view: Sequence[Event],
+    *,
+    stored_verdicts: StoredVerdicts | None = None,
+) -> bool:
     """Whether every agent's request from `view` keeps every rule the one from `stored` keeps.
 
     Builds each request with the installed ADK's own builder (see the module
     docstring); O(history) per agent, so it is meant for irregular histories.
+    A caller that checks several views of one stored history passes one
+    `stored_verdicts` dict to all the calls: the stored requests are then
+    built once.
     """
     try:
         build = _request_builder()
     except Exception:  # a release without ADK's builder where we look: nothing is proven
         return False
+    if stored_verdicts is None:
+        stored_verdicts = {}
     with _quiet_builder():
         for agent, branch in _agents(view):
-            if _worse(
-                _verdicts(build, view, agent, branch), _verdicts(build, stored, agent, branch)
-            ):
+            key = (agent, branch)
+            if key not in stored_verdicts:
+                stored_verdicts[key] = _verdicts(build, stored, agent, branch)
+            if _worse(_verdicts(build, view, agent, branch), stored_verdicts[key]):
                 return False
     return True
 

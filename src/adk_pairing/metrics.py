@@ -10,9 +10,10 @@ ADK's dashboards and ours stay apart), holding four instruments:
 - ``adk_pairing.repair_fallbacks`` (counter, ``{session}``): a stored session
   served unrepaired, labelled ``app`` and ``operation``: ``read`` (its repair
   raised; get/create served the stored session), ``append`` (the view's
-  upkeep raised and it fell back to the stored events), ``unproven`` (an
-  irregular history whose placeholders ADK's builder could misplace,
-  `adk_pairing.builder_check`; counted per read, like placeholders), with a
+  upkeep raised and it fell back to the stored events), ``unproven`` (some
+  call events served as stored because ADK's builder could misplace their
+  placeholders, `adk_pairing.builder_check`, the others repaired; counted per
+  read, like placeholders), with a
   ``shape`` label naming the history's shape (`adk_pairing.wire.IrregularShape`,
   or ``answers_out_of_order``, `adk_pairing.repair.Fallback`);
 - ``adk_pairing.get_session.duration`` (histogram, ``s``): the decorator's
@@ -56,9 +57,11 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry.environment_variables import OTEL_PYTHON_METER_PROVIDER
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from opentelemetry.metrics import MeterProvider
 
-    from .analysis import PairingLedger
+    from .analysis import TrackedCall
 
 #: The meter's name: this package, never ADK's.
 METER_NAME = "adk_pairing"
@@ -114,12 +117,11 @@ class LiveMetrics:
             description="Repairs the request guarantee made to model requests.",
         )
 
-    def count_placeholders(self, ledger: PairingLedger, app: str) -> None:
-        """Counts the open calls of `ledger` (each gets a placeholder), by status."""
+    def count_placeholders(self, answered: Iterable[TrackedCall], app: str) -> None:
+        """Counts the calls a view answers with a placeholder, by status."""
         counts: dict[str, int] = {}
-        for calls in ledger.open_calls.values():
-            for call in calls:
-                counts[call.status.value] = counts.get(call.status.value, 0) + 1
+        for call in answered:
+            counts[call.status.value] = counts.get(call.status.value, 0) + 1
         try:
             for status, count in counts.items():
                 self._placeholders.add(count, {"status": status, "app": app})

@@ -5,29 +5,40 @@ by an annotated copy, and one synthetic event (`adk_pairing.placeholders`)
 answers its open calls, placed where ADK's request builder pairs it with them
 (`PairingLedger.placement`).
 
-An irregular history (`PairingLedger.irregular`) is repaired only when
+An irregular history (`PairingLedger.irregular`) is repaired only where
 `adk_pairing.builder_check` shows that ADK's own request builder, run on the repaired
-list, keeps every request valid that it keeps valid on the stored one;
-otherwise the stored events are returned as they are (`RepairedHistory.unproven`).
+list, keeps every request valid that it keeps valid on the stored one. Where
+the whole repair is not proven, the smallest part the check cannot prove is
+served as stored: the call events whose placeholders it rejects, found by
+halving the set of call events (`_provable_slots`), each call event with its
+placeholders kept or left out as one; every other call event keeps its
+placeholders, and the list served is itself proven (`RepairedHistory.unproven`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
 from .analysis import PairingLedger, build_ledger
-from .builder_check import view_never_worse
+from .builder_check import StoredVerdicts, view_never_worse
 from .placeholders import PlaceholderTexts, RepairedSlot
 
 _DEFAULT_TEXTS = PlaceholderTexts()
 
+#: How many views `repair_history` checks at most beyond the whole one while
+#: it looks for the call events it can repair: each check is one run of ADK's
+#: builder per agent, O(history). With k call events the check rejects among
+#: n, halving finds them in about 2k·log2(n) checks; past the budget, the call
+#: events not yet proven are served as stored.
+MOST_PARTIAL_CHECKS = 24
+
 
 class Fallback(enum.StrEnum):
-    """Why a view serves the stored events as they are."""
+    """Why a view serves some call events as stored, their calls unanswered."""
 
     #: An irregular history whose placeholders ADK's builder would misplace
     #: (`adk_pairing.builder_check`).
@@ -46,36 +57,85 @@ class RepairedHistory:
     events: list[Event]
     #: Stored-event index -> the repair of the call event there, in index order.
     slots: dict[int, RepairedSlot]
-    #: Why `events` are the stored ones although some calls are unanswered
-    #: (the repair could make ADK's request worse); None when repaired.
+    #: Why some call events with unanswered calls are served as stored (their
+    #: placeholders could make ADK's request worse); None when every one is
+    #: repaired.
     fallback: Fallback | None = None
+    #: The stored indices of those call events, in order; the rest of the
+    #: history keeps its placeholders (`slots`).
+    served_as_stored: tuple[int, ...] = ()
 
     @property
     def unproven(self) -> bool:
-        """True when the view serves the stored events (see `fallback`)."""
+        """True when the view serves some call events as stored (see `fallback`)."""
         return self.fallback is not None
 
 
 def repair_history(
     events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
 ) -> RepairedHistory:
-    """The stored events with a synthetic result after every unanswered call.
+    """The stored events with a synthetic result after every unanswered call it may answer.
 
     Healthy events are the very objects passed in; only events with unanswered
     calls are replaced, by annotated copies. `ledger` must have been built
-    over exactly `events`. A view `view_never_worse` rejects comes back as
-    stored, with the reason (`RepairedHistory.fallback`): it checks an
-    irregular history, and one with a call event whose placeholders no
-    placement puts in call order (`PairingLedger.placement`).
+    over exactly `events`. `view_never_worse` checks the view of an irregular
+    history, and of one with a call event whose placeholders no placement
+    puts in call order (`PairingLedger.placement`). When it rejects the whole
+    view, the call events whose placeholders it cannot prove are served as
+    stored, with the reason (`RepairedHistory.fallback`,
+    `RepairedHistory.served_as_stored`), and every other one keeps its
+    placeholders; the view returned is one the check accepted.
     """
     repaired = place_repairs(events, ledger, texts)
     if not repaired.slots:
         return repaired
     out_of_order = any(slot.anchor is None for slot in repaired.slots.values())
-    if (ledger.irregular or out_of_order) and not view_never_worse(events, repaired.events):
-        fallback = Fallback.UNPROVEN if ledger.irregular else Fallback.ANSWERS_OUT_OF_ORDER
-        return RepairedHistory(list(events), {}, fallback)
-    return repaired
+    if not (ledger.irregular or out_of_order):
+        return repaired
+    stored_verdicts: StoredVerdicts = {}
+    if view_never_worse(events, repaired.events, stored_verdicts=stored_verdicts):
+        return repaired
+    fallback = Fallback.UNPROVEN if ledger.irregular else Fallback.ANSWERS_OUT_OF_ORDER
+    kept = _provable_slots(events, repaired.slots, stored_verdicts)
+    served_as_stored = tuple(index for index in repaired.slots if index not in kept)
+    # Rendered last, so each kept slot holds the synthetic event served.
+    return RepairedHistory(_render(events, kept), kept, fallback, served_as_stored)
+
+
+def _provable_slots(
+    events: Sequence[Event],
+    slots: Mapping[int, RepairedSlot],
+    stored_verdicts: StoredVerdicts,
+) -> dict[int, RepairedSlot]:
+    """Call events' repairs, found by halving, that `view_never_worse` accepts together.
+
+    Called once the view with every repair was rejected. Each half of the
+    rejected call events is tried on top of the repairs accepted so far, and
+    halved again when rejected, down to single call events; so every set
+    kept was accepted as a whole, and the order of the history decides
+    between two repairs that only fail together (the earlier one is kept).
+    At most `MOST_PARTIAL_CHECKS` views are checked.
+    """
+    kept: dict[int, RepairedSlot] = {}
+    budget = MOST_PARTIAL_CHECKS
+
+    def halve(rejected: list[int]) -> None:
+        nonlocal kept, budget
+        if len(rejected) == 1:
+            return  # a single call event the check rejects: served as stored
+        half = len(rejected) // 2
+        for part in (rejected[:half], rejected[half:]):
+            if budget == 0:
+                return
+            budget -= 1
+            trial = {**kept, **{index: slots[index] for index in part}}
+            if view_never_worse(events, _render(events, trial), stored_verdicts=stored_verdicts):
+                kept = trial
+            else:
+                halve(part)
+
+    halve(list(slots))  # the whole set, already rejected
+    return dict(sorted(kept.items()))
 
 
 def place_repairs(
@@ -91,11 +151,19 @@ def place_repairs(
     open_calls = ledger.open_calls
     if not open_calls:
         return RepairedHistory(list(events), {})
-    slots: dict[int, RepairedSlot] = {}
+    slots = {
+        index: RepairedSlot(events[index], open_calls[index], texts, ledger.placement(index))
+        for index in sorted(open_calls)
+    }
+    return RepairedHistory(_render(events, slots), slots)
+
+
+def _render(events: Sequence[Event], slots: Mapping[int, RepairedSlot]) -> list[Event]:
+    """`events` with each slot's call event annotated and its synthetic event placed."""
     after: dict[int, list[RepairedSlot]] = {}
-    for index in sorted(open_calls):
-        anchor = ledger.placement(index)
-        slot = slots[index] = RepairedSlot(events[index], open_calls[index], texts, anchor)
+    for index in sorted(slots):
+        slot = slots[index]
+        anchor = slot.anchor
         after.setdefault(index if anchor is None else anchor, []).append(slot)
     result: list[Event] = []
     start = 0
@@ -110,7 +178,7 @@ def place_repairs(
             result.append(placed.synthetic)
         start = index + 1
     result.extend(events[start:])
-    return RepairedHistory(result, slots)
+    return result
 
 
 def repaired_events(

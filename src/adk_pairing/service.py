@@ -63,14 +63,14 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 
 from .adk_compat import adk_drops_unanswered_calls, close_session_service
-from .analysis import CallStatus, PairingLedger, build_ledger
+from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
 from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
 from .placeholders import PlaceholderTexts
-from .repair import Fallback, repair_history
+from .repair import Fallback, RepairedHistory, repair_history
 from .uris import PAIRING_PREFIX, is_pairing_uri
 from .view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
 from .wire import IrregularShape
@@ -398,13 +398,13 @@ class PairingSessionService(BaseSessionService):
                 metrics = live_metrics()
                 if repaired.fallback is not None:
                     shape = _shape_name(repaired.fallback, ledger)
-                    _log_unproven(stored, shape)
+                    _log_unproven(stored, shape, repaired)
                     if metrics:
                         metrics.count_fallback(stored.app_name, "unproven", shape)
-                else:
-                    self._log_missing(stored, ledger)
-                    if metrics and ledger.open_calls:
-                        metrics.count_placeholders(ledger, stored.app_name)
+                answered = [call for index in repaired.slots for call in ledger.open_calls[index]]
+                self._log_missing(stored, answered)
+                if metrics and answered:
+                    metrics.count_placeholders(answered, stored.app_name)
             return view
         except Exception:
             logger.exception(
@@ -426,23 +426,23 @@ class PairingSessionService(BaseSessionService):
             return build_ledger(stored.events)
         return self._analysis_cache.ledger_for(_cache_key(stored), stored.events)
 
-    def _log_missing(self, stored: Session, ledger: PairingLedger) -> None:
-        for calls in ledger.open_calls.values():
-            for call in calls:
-                if call.status is not CallStatus.MISSING:
-                    continue
-                call_event = stored.events[call.event_index]
-                key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
-                if _logged_once.first_time(key):
-                    logger.warning(
-                        "Unanswered function call %s (%s) has no recorded result; the view "
-                        "answers it with a placeholder. app=%s user=%s session=%s",
-                        call.call_id or "<no id>",
-                        call.name,
-                        stored.app_name,
-                        stored.user_id,
-                        stored.id,
-                    )
+    def _log_missing(self, stored: Session, answered: list[TrackedCall]) -> None:
+        """Logs once each missing call of `answered`, the calls the view answers."""
+        for call in answered:
+            if call.status is not CallStatus.MISSING:
+                continue
+            call_event = stored.events[call.event_index]
+            key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
+            if _logged_once.first_time(key):
+                logger.warning(
+                    "Unanswered function call %s (%s) has no recorded result; the view "
+                    "answers it with a placeholder. app=%s user=%s session=%s",
+                    call.call_id or "<no id>",
+                    call.name,
+                    stored.app_name,
+                    stored.user_id,
+                    stored.id,
+                )
 
 
 def _shape_name(fallback: Fallback, ledger: PairingLedger) -> str:
@@ -472,15 +472,18 @@ def _fallback_advice() -> str:
     )
 
 
-def _log_unproven(stored: Session, shape: str) -> None:
+def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> None:
     if not _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
         return
     logger.warning(
         "Session %s has unanswered function calls in a history whose placeholders would "
         "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
-        "or merges them out of call order); the view serves its events as stored. %s",
+        "or merges them out of call order); the view serves %d of its %d call events "
+        "with unanswered calls as stored. %s",
         _session_key(stored),
         shape,
+        len(repaired.served_as_stored),
+        len(repaired.served_as_stored) + len(repaired.slots),
         _fallback_advice(),
     )
 

@@ -71,10 +71,11 @@ class ViewState:
         # The keys of `slots`, sorted: how many synthetic events precede a
         # stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
-        #: The view was checked whole against ADK's builder, or serves the
-        #: stored events after that check (`adk_pairing.repair.repair_history`):
-        #: the verdict depends on the whole history, so each append repairs
-        #: the view again.
+        #: The view was checked whole against ADK's builder, and may serve
+        #: some call events as stored after that check
+        #: (`adk_pairing.repair.repair_history`): the verdict, and which call
+        #: events go as stored, depend on the whole history, so each append
+        #: repairs the view again, as a fresh read would.
         self.checked = False
 
     def index_slots(self, repaired: RepairedHistory) -> None:

@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.adk.events.event import Event
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
+from google.adk.sessions.session import Session
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from adk_pairing import PairingPlugin, PairingSessionService, metrics
+from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic, metrics
+from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 
 from .conftest import backend_params
 from .support.backends import Backend, open_backend
@@ -222,6 +225,26 @@ async def test_the_plugins_repairs_are_counted_during_a_real_turn(
     assert_low_cardinality(reader, session_id, USER_ID)
 
 
+async def _stored_then_read_twice(
+    events: list[Event], session_id: str, caplog: pytest.LogCaptureFixture
+) -> Session:
+    """`events` stored in shop/alice/`session_id`, read twice through the decorator, logs captured.
+
+    Returns the first read.
+    """
+    inner = InMemorySessionService()
+    stored = await inner.create_session(app_name="shop", user_id="alice", session_id=session_id)
+    for event in events:
+        await inner.append_event(stored, event)
+    service = PairingSessionService(inner)
+    key = {"app_name": "shop", "user_id": "alice", "session_id": session_id}
+    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
+        first = await service.get_session(**key)
+        second = await service.get_session(**key)
+    assert first is not None and second is not None
+    return first
+
+
 async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
     reader: InMemoryMetricReader, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -229,18 +252,7 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
     from tests.unit.test_builder_check import _idless_results_after_a_placeholder
 
     events = _idless_results_after_a_placeholder()
-    inner = InMemorySessionService()
-    stored = await inner.create_session(app_name="shop", user_id="alice", session_id="s1")
-    for event in events:
-        await inner.append_event(stored, event)
-    service = PairingSessionService(inner)
-    key = {"app_name": "shop", "user_id": "alice", "session_id": "s1"}
-
-    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
-        first = await service.get_session(**key)
-        second = await service.get_session(**key)
-
-    assert first is not None and second is not None
+    first = await _stored_then_read_twice(events, "s1", caplog)
     assert [e.id for e in first.events] == [e.id for e in events]  # served as stored
     warnings = [r for r in caplog.records if r.name == "adk_pairing"]
     assert len(warnings) == 1 and "PairingPlugin" in warnings[0].getMessage()
@@ -251,3 +263,29 @@ async def test_an_irregular_history_served_as_stored_is_counted_and_logged_once(
         (("app", "shop"), ("operation", "unproven"), ("shape", shape)): 2
     }
     assert metrics.PLACEHOLDERS not in points(reader)
+
+
+@requires(BUILDER_DROPS_UNANSWERED_CALLS, "drop of unanswered calls in its request builder")
+async def test_a_partial_fallback_is_counted_logged_once_and_keeps_the_other_placeholders(
+    reader: InMemoryMetricReader, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 23, item 8: only the call event the check cannot prove is served as stored.
+
+    The warning says how many call events go as stored, the fallback is
+    counted per read, and the calls the view does answer are counted and
+    logged as placeholders, the others not.
+    """
+    from tests.unit.test_builder_check import _unprovable_spot_then_an_interrupted_call
+
+    first = await _stored_then_read_twice(_unprovable_spot_then_an_interrupted_call(), "s2", caplog)
+    synthetic = [e for e in first.events if is_synthetic(e)]
+    assert [r.function_response.id for e in synthetic for r in e.content.parts] == ["c9"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "adk_pairing"]
+    unproven = [m for m in messages if "shape=answers_out_of_order" in m]
+    assert len(unproven) == 1 and "serves 1 of its 2 call events" in unproven[0]
+    missing = [m for m in messages if m.startswith("Unanswered function call")]
+    assert len(missing) == 1 and "c9" in missing[0]  # not "t": the view does not answer it
+    assert totals(reader, metrics.REPAIR_FALLBACKS) == {
+        (("app", "shop"), ("operation", "unproven"), ("shape", "answers_out_of_order")): 2
+    }
+    assert totals(reader, metrics.PLACEHOLDERS) == {(("app", "shop"), ("status", "missing")): 2}

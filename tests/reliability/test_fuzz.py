@@ -1,4 +1,4 @@
-"""Ten thousand seeded histories, well-formed and malformed, through the decorator.
+"""Seeded histories, well-formed and malformed, through the decorator.
 
 Each history (see `histories`) is appended event by event through
 `PairingSessionService` over ``InMemorySessionService``, with a full read at a
@@ -15,35 +15,24 @@ every length. Then, for every history:
   documented exception for the decorator alone, is left out. Each rule is
   counted on its own.
 
-``RELIABILITY_FUZZ_HISTORIES`` sets how many histories (default 10,000) and
-``RELIABILITY_FUZZ_SEED`` the seed (default 1313).
+``RELIABILITY_FUZZ_HISTORIES`` sets how many histories and
+``RELIABILITY_FUZZ_SEED`` the seed (default 1313). CI runs a bounded sample
+(3,000 by default); the 10,000-history run per release is a measurement, made
+by hand (``RELIABILITY_FUZZ_HISTORIES=10000``), its figures in
+benchmarks/RESULTS.md ("Fuzz").
 
 Every failure is counted, by kind, over the whole run, and the counts are
 printed before anything is asserted, with how many of the failing histories
 have each malformation `histories.traits` names (a rewind with content, text
 and a call in one part...): that says which fix a failure waits for, and a
-failure in a history with none of them is a new one. Shown to fail: at
-9a79947 (before the one-rewind-rule and builder fixes) 362 of the 10,000
-histories failed: 127 kept views and 52 cached reads differed from a fresh
-read, and 237 views made a valid request invalid; at b4df41b (before
-`adk_pairing.builder_check`) 44 malformed histories still got a worse request;
-at e34de23 seed 7 found one on google-adk 2.13.0, worse on Gemini's rule (a
-call beside ADK's confirmation request,
-``test_a_call_beside_adks_confirmation_request_gets_no_placeholder``).
-Since that fix, 10,000 histories each pass for seeds 5, 7, 11, 99 and 2024
-on 2.13.0 (1313 in every CI run), seed 7 on 2.10.0, 2.9.2, 2.6.2, 1.39.1 and
-1.20.0, and seed 1313 on 2.10.0 and 1.20.0 (seeds 99 and 2024, and the runs
-on 1.39.1 and 2.9.2 and of seed 1313, at 0750305, with the ledger's adapters;
-the others at the fix's own commit). The run also
-counts, and requires, histories with each of `histories.ID_KINDS`: an id with
-a space, a non-ASCII id and an id called again (about half each), and what
-issue 26 found undrawn (held-open requests sharing an ordinary call's id,
-20,000-character ids, ids colliding after ADK's Anthropic converter rewrites
-them, LiteLlm's empty, ``adk-`` and ``__thought__`` ids, calls and results in
-one event in branches and beside rewinds, one id in two sibling branches).
-With those draws, 10,000 histories pass for seeds 1313 and 7 on 2.13.0 and
-seed 7 on 2.10.0, 2.6.2 and 1.20.0 (at 958c2c3, after the view check learned
-to build the request of every branch above an agent's own).
+failure in a history with none of them is a new one. The run also counts, and
+requires, histories with each of `histories.ID_KINDS` (ids with a space,
+non-ASCII and reused ids, held-open requests sharing an ordinary call's id,
+very long ids, ids colliding once ADK's Anthropic converter rewrites them,
+LiteLlm's empty, ``adk-`` and ``__thought__`` ids, calls and results in one
+event in branches and beside rewinds, one id in two sibling branches). Shown
+to fail: the git history of this file names the commits whose fuzz found each
+fix's history.
 """
 
 from __future__ import annotations
@@ -60,17 +49,23 @@ from adk_pairing.analysis import build_ledger
 from adk_pairing.checks import request_violations
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.repair import repair_history
+from tests.calls_lost import SETUPS, Tally
 from tests.integration.support.scenario import event_signature
 from tests.unit.test_properties import adk_request_contents
 
 from .histories import ID_KINDS, NO_TRAIT, HistoryGenerator, describe, id_kinds, traits
+from .interrupted_histories import InterruptedHistories
 
-HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "10000"))
+HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "3000"))
 WORSE = "stored request valid, view's request invalid"
-#: Not a failure: an irregular history whose placeholders ADK's builder would
-#: misplace, served as stored (`adk_pairing.builder_check`). Counted, to show the rate.
-SERVED_AS_STORED = "served as stored (unproven)"
+#: Not a failure: a history with call events whose placeholders ADK's builder
+#: would misplace, served as stored while the others keep theirs
+#: (`adk_pairing.repair`). Counted, to show the rate.
+SERVED_AS_STORED = "call events served as stored (unproven)"
 SEED = int(os.environ.get("RELIABILITY_FUZZ_SEED", "1313"))
+#: How many histories of each generator the calls-lost count measures: a
+#: sample in CI (seconds); set ``RELIABILITY_CALLS_LOST_HISTORIES=10000`` by hand.
+CALLS_LOST_HISTORIES = int(os.environ.get("RELIABILITY_CALLS_LOST_HISTORIES", "100"))
 APP, USER, SESSION = "fuzz", "user", "s"
 
 
@@ -158,3 +153,27 @@ async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_
         "a well-formed history got a worse request from the view"
     )
     assert not failures, dict(failures)
+
+
+async def test_calls_lost_per_setup_over_fuzzed_and_interrupted_histories(
+    figures: Callable[[str], None],
+) -> None:
+    """Calls lost (issue 23, item 4), per setup, over both generators (`tests.calls_lost`).
+
+    The decorator alone must never lose a call the unwrapped request keeps;
+    with the plugin the target is 0 (asserted in
+    tests/integration/test_calls_lost.py, xfail until issue 23's restore).
+    Figures measured by hand: benchmarks/RESULTS.md, "Calls lost, per setup".
+    """
+    worse = 0
+    for kind, generator in (
+        ("fuzzed", HistoryGenerator(SEED)),
+        ("interrupted", InterruptedHistories(SEED)),
+    ):
+        tally = Tally()
+        for _ in range(CALLS_LOST_HISTORIES):
+            await tally.add(generator.history())
+        figures(f"calls lost, {kind} (seed {SEED}): {tally.figure()}")
+        worse += tally.decorator_worse
+        assert tally.lost[SETUPS[0]] > 0  # the sample reaches calls the store loses
+    assert worse == 0, "the decorator alone lost a call the unwrapped request kept"

@@ -31,8 +31,9 @@ from adk_pairing.checks import (
     anthropic_violations,
 )
 from adk_pairing.placeholders import PlaceholderTexts
-from adk_pairing.repair import place_repairs, repair_history
+from adk_pairing.repair import Fallback, RepairedHistory, place_repairs, repair_history
 from adk_pairing.wire import IrregularShape
+from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 from tests.reliability.histories import HistoryGenerator, describe
 
 from .events import AGENT, call, model_event, response, response_event, user_text
@@ -85,7 +86,7 @@ def test_a_view_is_served_only_where_adks_request_from_it_is_never_worse() -> No
     CI checks it on every google-adk release it tests.
     """
     generator = HistoryGenerator(2)
-    unproven = irregular = 0
+    unproven = irregular = partly = 0
     for _ in range(600):
         events = generator.history()
         ledger = build_ledger(events)
@@ -93,12 +94,31 @@ def test_a_view_is_served_only_where_adks_request_from_it_is_never_worse() -> No
         irregular += ledger.irregular
         unproven += repaired.unproven
         if repaired.unproven:
-            assert repaired.events == events and not repaired.slots
+            _assert_served_as_stored(events, repaired)
+            partly += bool(repaired.slots)
         for agent in {AGENT, "helper"}:
             if _valid(events, agent):
                 assert _valid(repaired.events, agent), describe(events)
     assert irregular > 100  # the generator does reach the proof
-    print(f"{irregular} irregular histories, {unproven} served as stored")
+    print(f"{irregular} irregular histories, {unproven} with call events served as stored")
+    print(f"{partly} of them keep the placeholders of other call events")
+
+
+def _assert_served_as_stored(events: list[Event], repaired: RepairedHistory) -> None:
+    """The call events `served_as_stored` are the stored objects, with no placeholder;
+    every other call event with open calls keeps its repair."""
+    served = set(map(id, repaired.events))
+    synthetic_for = {
+        e.custom_metadata["adk_pairing"]["call_event_id"]
+        for e in repaired.events
+        if is_synthetic(e)
+    }
+    assert repaired.served_as_stored
+    for index in repaired.served_as_stored:
+        assert id(events[index]) in served and index not in repaired.slots
+        assert events[index].id not in synthetic_for
+    assert [e.id for e in repaired.events if not is_synthetic(e)] == [e.id for e in events]
+    assert len(synthetic_for) == len(repaired.slots)
 
 
 def test_placeholders_an_id_keyed_merge_would_collapse_are_not_served() -> None:
@@ -289,3 +309,59 @@ def test_without_adks_builder_where_we_look_nothing_is_proven(
     assert not view_never_worse(events, _placed(events))
     repaired = repair_history(events, build_ledger(events), TEXTS)
     assert repaired.unproven and repaired.events == events
+
+
+def _unprovable_spot_then_an_interrupted_call() -> list[Event]:
+    """Issue 23's parallel turn (the weather answered beside a text, the time call never
+    returned: no placement gives call order), then a later turn whose call was
+    interrupted: an ordinary call, far from that spot."""
+    return [
+        user_text("weather and time?"),
+        model_event([call("w", "get_weather"), call("t", "get_time")]),
+        response_event([response("w", "get_weather"), types.Part(text="sunny so far")]),
+        user_text("and in Oslo?"),
+        model_event([call("c9")]),
+        user_text("still there?"),
+    ]
+
+
+def test_only_the_call_event_the_check_cannot_prove_is_served_as_stored() -> None:
+    """Issue 23, item 8: one unprovable spot no longer sends the whole session as stored.
+
+    Where the check accepts the whole view (a builder that keeps the
+    unanswered call in the stored request, so it is invalid already), every
+    call event is repaired.
+    """
+    events = _unprovable_spot_then_an_interrupted_call()
+    ledger = build_ledger(events)
+    assert ledger.placement(1) is None
+    repaired = repair_history(events, ledger, TEXTS)
+    if view_never_worse(events, _placed(events)):
+        assert not repaired.unproven and list(repaired.slots) == [1, 4]
+        return
+    assert repaired.fallback is Fallback.ANSWERS_OUT_OF_ORDER
+    assert repaired.served_as_stored == (1,)
+    assert list(repaired.slots) == [4]  # the interrupted call keeps its placeholder
+    _assert_served_as_stored(events, repaired)
+    assert view_never_worse(events, repaired.events)
+
+
+@requires(BUILDER_DROPS_UNANSWERED_CALLS, "drop of unanswered calls in its request builder")
+def test_a_builder_that_drops_unanswered_calls_rejects_that_spot() -> None:
+    """So the partial fallback above is exercised where ADK drops unanswered calls."""
+    events = _unprovable_spot_then_an_interrupted_call()
+    assert not view_never_worse(events, _placed(events))
+
+
+def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search for provable call events is bounded; what it has not proven goes as stored."""
+    from adk_pairing import repair
+
+    events = _unprovable_spot_then_an_interrupted_call()
+    monkeypatch.setattr(repair, "MOST_PARTIAL_CHECKS", 0)
+    monkeypatch.setattr(repair, "view_never_worse", lambda *args, **kwargs: False)
+    repaired = repair_history(events, build_ledger(events), TEXTS)
+    assert repaired.served_as_stored == (1, 4) and not repaired.slots
+    assert repaired.events == events

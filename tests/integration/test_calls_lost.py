@@ -1,0 +1,185 @@
+"""Calls lost (issue 23, item 4): per request, the agent's calls the model is not told about.
+
+Measured with `tests.calls_lost` (ADK's own builder as the oracle) for four
+setups: neither piece (the baseline), the decorator alone, the plugin alone,
+both. Through a real `Runner` over a real store, and over a small sample of
+seeded histories (`tests/reliability/test_fuzz.py` counts it over more), on
+every CI release.
+
+The target, with the plugin installed, is 0. Until the plugin puts back the
+calls ADK's builder drops (google-adk >= 2.10, issue 23's restore), those
+assertions are expected to fail there: they are marked xfail, not strict, so
+they pass as XPASS on the releases where they already hold. The decorator
+alone is held to never worse: it loses no call the unwrapped request keeps.
+"""
+
+from __future__ import annotations
+
+import pytest
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
+
+from adk_pairing import PairingPlugin
+from adk_pairing.view import view_state_of
+from tests.calls_lost import SETUPS, Tally, calls_lost
+from tests.reliability.histories import HistoryGenerator
+from tests.reliability.interrupted_histories import InterruptedHistories
+
+from .conftest import backend_params
+from .support.backends import Backend
+from .support.scenario import Harness
+from .support.scripted_model import call, calls, text
+
+UNWRAPPED, DECORATOR, PLUGIN, BOTH = SETUPS
+
+#: Until the plugin restores what ADK's builder dropped (issue 23's restore).
+_UNTIL_RESTORE = pytest.mark.xfail(
+    reason="issue 23 (restore): PairingPlugin cannot yet put back the calls ADK's builder "
+    "dropped (google-adk >= 2.10)",
+    strict=False,
+)
+WITH_THE_PLUGIN = [
+    pytest.param(PLUGIN, marks=_UNTIL_RESTORE),
+    pytest.param(BOTH, marks=_UNTIL_RESTORE),
+]
+
+
+class HistoryRecorder(BasePlugin):
+    """Records, before every model call, the agent's history as stored, its name and branch.
+
+    Installed after `PairingPlugin`; returns None, so the request goes on as it is.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(name="history_recorder")
+        self.seen: list[tuple[list, str, str | None]] = []
+
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        invocation = callback_context._invocation_context
+        session = invocation.session
+        view = view_state_of(session)
+        stored = view.inner.events if view is not None else session.events
+        self.seen.append((list(stored), invocation.agent.name, invocation.branch))
+        return None
+
+
+async def _killed_mid_tool(harness: Harness) -> None:
+    session_id = await harness.new_session()
+    await harness.interrupted_turn(session_id, "do the slow thing")
+    await harness.turn(session_id, "are you still there?")
+
+
+async def _long_running_beside_an_ordinary_call(harness: Harness) -> None:
+    session_id = await harness.new_session()
+    await harness.turn(session_id, "weather in Oslo, and start the report")
+    await harness.turn(session_id, "how is it going?")
+
+
+SCENARIOS = {
+    "killed mid-tool": (
+        _killed_mid_tool,
+        lambda: [calls(call("hang", {"reason": "slow"}, id="call_1")), text("Sorry.")],
+    ),
+    "long-running beside an ordinary call, then user text": (
+        _long_running_beside_an_ordinary_call,
+        lambda: [
+            calls(
+                call("lookup", {"city": "Oslo"}, id="c1"),
+                call("start_job", {"name": "report"}, id="job_1"),
+            ),
+            text("Started."),
+            text("Still running."),
+        ],
+    ),
+}
+
+
+async def _lost_through_a_runner(backend: Backend, scenario: str, setup: str) -> int:
+    """Calls lost over every request of `scenario` run in `setup`."""
+    drive, steps = SCENARIOS[scenario]
+    recorder = HistoryRecorder()
+    plugins: list[BasePlugin] = [PairingPlugin()] if setup in (PLUGIN, BOTH) else []
+    harness = Harness.build(
+        backend,
+        wrapped=setup in (DECORATOR, BOTH),
+        plugins=[*plugins, recorder],
+        steps=steps(),
+    )
+    await drive(harness)
+    requests = harness.script.requests
+    assert len(requests) == len(recorder.seen)
+    return sum(
+        len(calls_lost(history, request.contents, agent, branch))
+        for (history, agent, branch), request in zip(recorder.seen, requests, strict=True)
+    )
+
+
+# A persistent store: on google-adk 2.13 `Harness.interrupted_turn` over an
+# unwrapped InMemorySessionService cannot see the call stored and running.
+RUNNER_STORES = backend_params({"sqlite"})
+
+
+@pytest.mark.parametrize("backend_spec", RUNNER_STORES, indirect=True)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("setup", WITH_THE_PLUGIN)
+async def test_with_the_plugin_no_call_is_lost_through_a_runner(
+    backend: Backend, scenario: str, setup: str
+) -> None:
+    lost = await _lost_through_a_runner(backend, scenario, setup)
+    print(f"calls lost, {setup}, {scenario}: {lost}")
+    assert lost == 0
+
+
+@pytest.mark.parametrize("backend_spec", RUNNER_STORES, indirect=True)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+async def test_the_decorator_alone_loses_no_call_the_unwrapped_request_keeps(
+    backend: Backend, scenario: str
+) -> None:
+    unwrapped = await _lost_through_a_runner(backend, scenario, UNWRAPPED)
+    decorated = await _lost_through_a_runner(backend, scenario, DECORATOR)
+    print(f"calls lost, {scenario}: unwrapped {unwrapped}, decorator alone {decorated}")
+    assert decorated <= unwrapped
+
+
+#: A sample small enough for every CI release (seconds); the reliability fuzz
+#: counts the same over more.
+SAMPLE = 80
+_tallies: dict[str, Tally] = {}
+
+
+async def _sampled(kind: str) -> Tally:
+    """The tally of `SAMPLE` seeded histories of `kind`, measured once per test session."""
+    if kind not in _tallies:
+        generator = InterruptedHistories(23) if kind == "interrupted" else HistoryGenerator(23)
+        tally = Tally()
+        for _ in range(SAMPLE):
+            await tally.add(generator.history())
+        _tallies[kind] = tally
+    return _tallies[kind]
+
+
+KINDS = ("interrupted", "fuzzed")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("setup", WITH_THE_PLUGIN)
+async def test_with_the_plugin_no_call_is_lost_over_sampled_histories(
+    kind: str, setup: str
+) -> None:
+    tally = await _sampled(kind)
+    print(f"{kind}: {tally.figure()}")
+    assert tally.lost[setup] == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_decorator_alone_never_loses_more_than_unwrapped_over_sampled_histories(
+    kind: str,
+) -> None:
+    tally = await _sampled(kind)
+    print(f"{kind}: {tally.figure()}")
+    assert tally.lost[UNWRAPPED] > 0  # the sample does reach calls the store loses
+    assert tally.decorator_worse == 0
