@@ -42,7 +42,10 @@ The rules, which hold on every list this module returns:
    adjacent ones are merged, the answers to the preceding model content first;
 4. call ids are unique within the request: a later call reusing an id is
    renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
-   id-less calls get ``call_pairing_<n>``. Both are numbered in request order,
+   id-less calls get ``call_pairing_<n>``, and so does a call whose id looks
+   like one of ADK's Anthropic converter's own fallback ids
+   (`adk_pairing.wire.may_collide_with_a_fallback`), which the converter could
+   also give another call whose id it rewrites. Both are numbered in request order,
    so the same contents always give the same ids and provider prompt caches
    stay warm.
 
@@ -81,7 +84,14 @@ from google.genai import types
 from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
 from .placeholders import PlaceholderTexts, placeholder_part
-from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
+from .wire import (
+    MODEL_ROLES,
+    call_key,
+    is_held_open,
+    is_mixed,
+    may_collide_with_a_fallback,
+    never_sent_as_a_call,
+)
 
 __all__ = [
     "FILLED_ID_PREFIX",
@@ -302,7 +312,7 @@ def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
                     holds = False
                 call_id = call.id
                 if call_id:
-                    if call_id in seen_ids:
+                    if call_id in seen_ids or (fill and may_collide_with_a_fallback(call_id)):
                         holds = False
                     seen_ids.add(call_id)
                 elif fill:
@@ -579,7 +589,11 @@ def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> 
     used: set[str] = set(kept_ids)
     filled = 0
     for call in calls:
-        if call.call_id:
+        # An id that looks like one of ADK's Anthropic converter's own fallbacks
+        # may be sent for another call whose id the converter rewrites: with
+        # `fill` it is renamed as an id-less call is named.
+        named_fresh = fill and (not call.call_id or may_collide_with_a_fallback(call.call_id))
+        if call.call_id and not named_fresh:
             if call.call_id not in used:
                 used.add(call.call_id)
                 continue
@@ -588,12 +602,12 @@ def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> 
                 suffix += 1
             new_id = f"{call.call_id}-{suffix}"
             rule = ContentRule.DUPLICATE_ID
-        elif fill:
+        elif named_fresh:
             filled += 1
             while f"{FILLED_ID_PREFIX}{filled}" in taken:
                 filled += 1
             new_id = f"{FILLED_ID_PREFIX}{filled}"
-            rule = ContentRule.MISSING_ID
+            rule = ContentRule.DUPLICATE_ID if call.call_id else ContentRule.MISSING_ID
         else:
             continue
         taken.add(new_id)

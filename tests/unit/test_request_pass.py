@@ -588,3 +588,29 @@ def test_a_later_result_still_reaches_its_call_across_segments_that_hold() -> No
     repaired = repair_contents(contents)
     assert shape(repaired.contents)[1:3] == [("model", ["C:old"]), ("user", ["R:old", "b"])]
     assert shape(repaired.contents)[-1] == ("user", ["R:c2"])
+
+
+def test_an_id_like_the_anthropic_converters_own_fallback_is_renamed_apart() -> None:
+    # ADK's Anthropic converter (1.39 and later) sends an id it cannot keep as
+    # `toolu_fallback_<n>`, and a stored `toolu_fallback_0` as it is: the two calls
+    # below would be one tool_use id on the wire.
+    from adk_pairing.checks import anthropic_violations
+
+    contents = [
+        user(say("hi")),
+        model(call("toolu_fallback_0")),
+        user(result("toolu_fallback_0")),
+        model(call("ïd 1")),
+        user(result("ïd 1")),
+    ]
+    repaired = repair_contents(contents, fill_missing_ids=True)
+    ids = [
+        part.function_call.id
+        for content in repaired.contents
+        for part in content.parts or ()
+        if part.function_call is not None
+    ]
+    assert ids == ["call_pairing_1", "ïd 1"]
+    assert shape(repaired.contents)[2] == ("user", ["R:call_pairing_1"])
+    assert not anthropic_violations(repaired.contents)
+    assert repair_contents(repaired.contents, fill_missing_ids=True).contents is repaired.contents
