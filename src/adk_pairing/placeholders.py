@@ -57,6 +57,17 @@ DEFAULT_PENDING_TEXT = (
 )
 """What the model reads for a call ADK still holds open (``pending_text=``)."""
 
+OPENING_NOTE_TEXT = (
+    "Note from the agent framework, not from the user: the stored conversation "
+    "begins with the agent's own tool calls below, made before any user message."
+)
+"""What opens a request whose history begins with the agent's calls (the request pass's
+``opening_note``). Anthropic and Bedrock take a conversation only when the user's side
+opens it, and Gemini a call only after a user turn or a result. ADK itself adds
+framework text on the user's side of a request in the same spirit (its models append
+one when a request does not end with the user's turn); like that text, this one lives
+only in the request: no event, no session, nothing stored."""
+
 
 #: The ``error_code`` of a synthetic event answering a call with no recorded
 #: result. Our own, never ADK's ``INVOCATION_ABORTED``: 2.13's runner and agent

@@ -219,8 +219,6 @@ class PairingPlugin(BasePlugin):
             if len(self._nothing_to_restore) > DEFAULT_ANALYSIS_CACHE_SIZE:
                 self._nothing_to_restore.popitem(last=False)
             return None
-        if spliced.outcome is Splice.WOULD_OPEN_WITH_THE_MODEL:
-            return None
         if spliced.outcome is Splice.CHANGED_BY_OTHERS:
             if _logged_once.first_time((*key, "not_restored")):
                 logger.warning(

@@ -47,7 +47,13 @@ The rules, which hold on every list this module returns:
    (`adk_pairing.wire.may_collide_with_a_fallback`), which the converter could
    also give another call whose id it rewrites. Both are numbered in request order,
    so the same contents always give the same ids and provider prompt caches
-   stay warm.
+   stay warm;
+5. the request does not open with a model turn holding a call: a request
+   whose history begins with the agent's own calls (a call made before any
+   user message, put back or answered here) is opened by a user-side note
+   (`adk_pairing.placeholders.OPENING_NOTE_TEXT`), so that strict providers
+   take it and the calls still reach the model. A request that opens with the
+   model's text is the agent's own design and stays as it is.
 
 Who answers whom is decided by `adk_pairing.analysis.PairingLedger`, the same
 rules the view uses (newest preceding call with the id; for id-less calls, the
@@ -83,7 +89,7 @@ from google.genai import types
 
 from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
-from .placeholders import PlaceholderTexts, placeholder_part
+from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
 from .wire import (
     MODEL_ROLES,
     call_key,
@@ -136,6 +142,8 @@ class ContentRule(enum.StrEnum):
     MERGED = "merged"
     #: A content without parts was dropped (converters drop it, leaving two turns adjacent).
     EMPTY_CONTENT = "empty_content"
+    #: The request opened with the model's calls; a user-side note now opens it (rule 5).
+    OPENING_NOTE = "opening_note"
 
 
 #: Repairs of form only: they change no call, result or id, and are not logged.
@@ -174,8 +182,10 @@ class RepairedContents:
 def satisfies_pairing_rules(
     contents: Sequence[types.Content], *, fill_missing_ids: bool = False
 ) -> bool:
-    """Whether `contents` already satisfy the four rules (with ids on every call if asked)."""
-    return all(segment.holds for segment in _scan(contents, fill_missing_ids))
+    """Whether `contents` already satisfy the rules (with ids on every call if asked)."""
+    return all(segment.holds for segment in _scan(contents, fill_missing_ids)) and not (
+        _opens_with_a_call(contents)
+    )
 
 
 def repair_contents(
@@ -185,7 +195,7 @@ def repair_contents(
     texts: PlaceholderTexts = _DEFAULT_TEXTS,
     fill_missing_ids: bool = False,
 ) -> RepairedContents:
-    """`contents` made to satisfy the four rules, and what it took.
+    """`contents` made to satisfy the rules, and what it took.
 
     Args:
       contents: The request's contents, as ADK built them. Never mutated.
@@ -205,8 +215,32 @@ def repair_contents(
     """
     segments = _scan(contents, fill_missing_ids)
     if all(segment.holds for segment in segments):
-        return RepairedContents(contents)
-    return _repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
+        repaired = RepairedContents(contents)
+    else:
+        repaired = _repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
+    return _opened_by_the_user(repaired)
+
+
+def _opens_with_a_call(contents: Sequence[types.Content]) -> bool:
+    """Whether the first content with parts is a model turn sending a function call."""
+    for content in contents:
+        if not content.parts:
+            continue
+        return content.role in MODEL_ROLES and any(
+            part.function_call is not None and not never_sent_as_a_call(part)
+            for part in content.parts
+        )
+    return False
+
+
+def _opened_by_the_user(repaired: RepairedContents) -> RepairedContents:
+    """Rule 5: `repaired`, opened by the user-side note if it opens with the model's calls."""
+    if not _opens_with_a_call(repaired.contents):
+        return repaired
+    note = types.Content(role="user", parts=[types.Part(text=OPENING_NOTE_TEXT)])
+    return RepairedContents(
+        [note, *repaired.contents], (*repaired.repairs, ContentRepair(ContentRule.OPENING_NOTE))
+    )
 
 
 def _repair_segments(

@@ -26,8 +26,10 @@ placement, and this module holds the decisions, free of I/O:
   callback changed the contents, a processor rewrote them) means the request
   is not what ADK built from the session, and nothing is spliced.
 
-The request pass then runs over the result, so the four rules hold whatever
-the builder made of the placeholders.
+The request pass then runs over the result, so its rules hold whatever the
+builder made of the placeholders: a history whose calls come before any user
+message is restored too, and the request pass opens it with its note (its
+rule 5).
 """
 
 from __future__ import annotations
@@ -112,10 +114,6 @@ class Splice(enum.Enum):
     RESTORED = "restored"
     #: The request is not what ADK built from the session (a plugin or callback changed it).
     CHANGED_BY_OTHERS = "changed_by_others"
-    #: The restored request would open with the model's turn where the (non-empty) request
-    #: did not (a malformed history with a call before any user message): strict-alternation
-    #: providers refuse that, and only a user turn nobody wrote would mend it.
-    WOULD_OPEN_WITH_THE_MODEL = "would_open_with_the_model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +149,6 @@ def splice(
     """
     if list(from_stored) == list(from_repaired):
         return SpliceResult(Splice.NOTHING_TO_RESTORE)
-    if request and _opens_with_the_model(from_repaired) and not _opens_with_the_model(request):
-        return SpliceResult(Splice.WOULD_OPEN_WITH_THE_MODEL)
     inserted: list[tuple[int, types.Content]] = []
     matched = 0
     stored_count = len(from_stored)
@@ -180,11 +176,6 @@ def splice(
         start = position
     result.extend(repaired[start:])
     return SpliceResult(Splice.RESTORED, result)
-
-
-def _opens_with_the_model(contents: Sequence[types.Content]) -> bool:
-    first = next((content for content in contents if content.parts), None)
-    return first is not None and first.role in MODEL_ROLES
 
 
 def _place_in_repaired(

@@ -22,8 +22,10 @@ from hypothesis import strategies as st
 
 from adk_pairing import PlaceholderTexts
 from adk_pairing.checks import anthropic_pairing_violations, request_violations
+from adk_pairing.placeholders import OPENING_NOTE_TEXT
 from adk_pairing.request_pass import (
     ContentRule,
+    _opened_by_the_user,
     _prepare,
     _repair_segments,
     _scan,
@@ -85,9 +87,12 @@ MODEL_SIDE = {"model", "assistant"}
 
 
 def rule_violations(contents: Sequence[types.Content], *, ids_required: bool) -> list[str]:
-    """Every way `contents` break the four rules (empty when they hold)."""
+    """Every way `contents` break the rules (empty when they hold)."""
     found: list[str] = []
     ids_seen: list[str] = []
+    first = next((content for content in contents if content.parts), None)
+    if first is not None and first.role in MODEL_SIDE and any(p.function_call for p in first.parts):
+        found.append("0: the request opens with the model's calls")
     for index, content in enumerate(contents):
         parts = content.parts or []
         if not parts:
@@ -516,7 +521,39 @@ def test_repair_keeps_every_text_in_order(contents: list[types.Content]) -> None
     def texts(items: Sequence[types.Content]) -> list[str]:
         return [p.text for c in items for p in c.parts or () if p.text]
 
-    assert texts(repair_contents(contents).contents) == texts(contents)
+    sent = texts(repair_contents(contents).contents)
+    if sent[:1] == [OPENING_NOTE_TEXT]:  # rule 5's note opens a request that began with calls
+        sent = sent[1:]
+    assert sent == texts(contents)
+
+
+def test_a_request_opening_with_the_models_calls_is_opened_by_the_note() -> None:
+    call = types.Part(function_call=types.FunctionCall(id="c1", name="lookup", args={}))
+    answer = types.Part(
+        function_response=types.FunctionResponse(id="c1", name="lookup", response={"ok": 1})
+    )
+    contents = [
+        types.Content(role="model", parts=[call]),
+        types.Content(role="user", parts=[answer, types.Part(text="and now?")]),
+    ]
+    repaired = repair_contents(contents)
+    assert [c.role for c in repaired.contents] == ["user", "model", "user"]
+    assert repaired.contents[0].parts[0].text == OPENING_NOTE_TEXT
+    assert repaired.contents[1:] == contents  # the calls and their answers as they were
+    assert [r.rule for r in repaired.repairs] == [ContentRule.OPENING_NOTE]
+    assert not satisfies_pairing_rules(contents)
+    assert not any(request_violations(repaired.contents).values())
+    assert request_violations(contents)["strict_alternation"]
+    again = repair_contents(repaired.contents)
+    assert again.contents is repaired.contents  # idempotent
+
+
+def test_a_request_opening_with_the_models_text_stays_as_it_is() -> None:
+    contents = [
+        types.Content(role="model", parts=[types.Part(text="Hello, how can I help?")]),
+        types.Content(role="user", parts=[types.Part(text="hi")]),
+    ]
+    assert repair_contents(contents).contents is contents
 
 
 @RELAXED
@@ -543,7 +580,9 @@ def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_giv
     local = repair_contents(contents, held_open_ids=held, fill_missing_ids=fill)
     # Every segment faulty: nothing is reused or passed over.
     segments = [replace(segment, holds=False) for segment in _scan(contents, fill)]
-    everything = _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
+    everything = _opened_by_the_user(
+        _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
+    )
     assert dump(local.contents) == dump(everything.contents)
     assert sorted(map(repr, local.notable)) == sorted(map(repr, everything.notable))
 
