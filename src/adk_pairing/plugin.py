@@ -30,7 +30,11 @@ What it reads from the callback context:
 
 Calls ADK's builder dropped (the restore): from google-adk 2.10 the
 contents request processor drops a call nothing answers before any plugin
-runs, so the request pass alone never sees it. The plugin keeps, per
+runs, so the request pass alone never sees it. On every release, a trailing
+event that holds a result makes ADK's rearranger cut the history back to that
+result's call, and it can put calls on the user's side next to results, where
+no provider takes them; an unanswered call is what leaves such a result last.
+The plugin keeps, per
 session, a ledger of the session's events (the one the view uses, brought up
 to date incrementally by an `AnalysisCache`), and asks it whether the history
 holds open calls, shown to this agent's branch, that the request lacks
@@ -58,7 +62,6 @@ from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .adk_compat import adk_drops_unanswered_calls
 from .analysis import held_open_call_ids
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from .builder_check import builder_logs_quieted
@@ -188,8 +191,6 @@ class PairingPlugin(BasePlugin):
         is open, two runs of ADK's contents processor only when the request
         lacks an open call.
         """
-        if not adk_drops_unanswered_calls():
-            return None  # before 2.10 the request holds every call
         session = getattr(invocation, "session", None)
         events = getattr(session, "events", None)
         if not events or not isinstance(events, list):

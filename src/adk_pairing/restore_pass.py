@@ -61,15 +61,18 @@ def calls_the_request_lacks(
     contents: Sequence[types.Content],
     branch: str | None,
 ) -> list[TrackedCall]:
-    """The open calls of `events` shown to an agent in `branch` whose id `contents` lack.
+    """The open calls of `events` shown to an agent in `branch` that `contents` lack.
 
-    `ledger` is the ledger of `events`. A withheld call is left as stored on
-    purpose (`PairingLedger`), and ADK's builder never drops a call without
-    an id, so neither is counted. A call whose ``adk-`` id ADK stripped from
-    a Gemini request counts, whether ADK dropped it or kept it held open:
-    the restore then finds the same contents plus its placeholder, which the
-    request pass would add anyway. O(open calls + request parts); nothing is
-    read when no call is open.
+    `ledger` is the ledger of `events`. A call counts as lacking when no model
+    content of `contents` carries its id, or when the call sits in a user-side
+    content (ADK's rearranging put it there, next to results): no provider
+    takes a call there, so the request pass drops it. A withheld call is left
+    as stored on purpose (`PairingLedger`), and ADK's builder never drops a
+    call without an id, so those count only when misplaced. A call whose
+    ``adk-`` id ADK stripped from a Gemini request counts, whether ADK dropped
+    it or kept it held open: the restore then finds the same contents plus its
+    placeholder, which the request pass would add anyway. O(open calls +
+    request parts); nothing is read when no call is open.
     """
     open_calls = ledger.open_calls
     if not open_calls:
@@ -79,18 +82,28 @@ def calls_the_request_lacks(
         for index, calls in open_calls.items()
         if branch_shows(branch, events[index].branch or None)
         for call in calls
-        if call.call_id and not call.withheld
+        if not call.withheld
     ]
     if not shown:
         return []
-    sent_ids = {
-        part.function_call.id
-        for content in contents
-        if content.role in MODEL_ROLES
-        for part in content.parts or ()
-        if part.function_call is not None and part.function_call.id
-    }
-    return [call for call in shown if call.call_id not in sent_ids]
+    sent_ids: set[str] = set()
+    misplaced: set[tuple[str | None, str]] = set()
+    for content in contents:
+        on_the_model_side = content.role in MODEL_ROLES
+        for part in content.parts or ():
+            call = part.function_call
+            if call is None:
+                continue
+            if not on_the_model_side:
+                misplaced.add((call.id or None, call.name or ""))
+            elif call.id:
+                sent_ids.add(call.id)
+    return [
+        call
+        for call in shown
+        if (call.call_id or None, call.name) in misplaced
+        or (call.call_id and call.call_id not in sent_ids)
+    ]
 
 
 def repaired_history(
