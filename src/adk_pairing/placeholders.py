@@ -225,6 +225,21 @@ def placeholder_part(
     return _clone(_EMPTY_PART, {"function_response": response})
 
 
+def _stored_id(parts: list[types.Part] | None, call: TrackedCall) -> str | None:
+    """The call's id exactly as stored: ``""`` stays ``""``.
+
+    The ledger reads an empty id as no id, as ADK's newest rearranger does, but
+    releases up to 2.9 match a result to its call by equal ids, so a result
+    with ``None`` for a call stored with ``""`` answers nothing there and their
+    builder raises.
+    """
+    if parts is not None and call.part_index < len(parts):
+        function_call = parts[call.part_index].function_call
+        if function_call is not None and (function_call.id or None) == call.call_id:
+            return function_call.id
+    return call.call_id
+
+
 class RepairedSlot:
     """One call event's repair: its annotated copy and the synthetic result after it.
 
@@ -268,9 +283,12 @@ class RepairedSlot:
         self._pending: dict[int, str] = {}
         self._missing: dict[int, str] = {}
         self._missing_text = texts.missing
+        parts = call_event.content.parts if call_event.content else None
         for call in open_calls:
             status = call.status
-            self._parts[call.part_index] = placeholder_part(call.call_id, call.name, status, texts)
+            self._parts[call.part_index] = placeholder_part(
+                _stored_id(parts, call), call.name, status, texts
+            )
             self._entries[call.part_index] = {
                 "id": call.call_id,
                 "name": call.name,

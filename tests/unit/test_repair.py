@@ -45,6 +45,22 @@ def test_synthetic_result_follows_the_call_event_and_answers_every_open_call_in_
     assert repaired[3] is events[2]
 
 
+def test_a_placeholder_carries_its_calls_id_exactly_as_stored() -> None:
+    """An id stored as ``""`` is answered with ``""``: releases up to 2.9 pair by equal ids.
+
+    With ``None`` there, google-adk 2.9's rearranger finds no call for the trailing
+    placeholder and raises ("No function call event found"), where the stored history builds.
+    """
+    events = [user_text(), model_event([call(""), call(None, "other"), call("c1")])]
+    synthetic = repaired_events(events)[-1]
+    assert [(r.id, r.name) for r in synthetic.get_function_responses()] == [
+        ("", "lookup"),
+        (None, "other"),
+        ("c1", "lookup"),
+    ]
+    build_request_contents(repaired_events(events))  # raises on 2.9.2 with None for ""
+
+
 def test_placeholders_follow_the_later_result_of_an_earlier_call_of_their_event() -> None:
     """ADK merges a call event's result events in history order: [c1's result, placeholders]."""
     call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
