@@ -211,14 +211,24 @@ class PairingPlugin(BasePlugin):
         if marks in self._nothing_to_restore:
             return None
         from_stored = await _build_contents(invocation, llm_request, events)
-        from_repaired = await _build_contents(
-            invocation, llm_request, repaired_history(events, ledger, texts)
-        )
+        try:
+            from_repaired = await _build_contents(
+                invocation, llm_request, repaired_history(events, ledger, texts)
+            )
+        except Exception as error:  # releases up to 2.10 refuse some malformed placements
+            self._remember_nothing_to_restore(marks)
+            if _logged_once.first_time((*key, "builder_refused")):
+                logger.warning(
+                    "adk_pairing: ADK's request builder refused the history of session %s "
+                    "with its unanswered calls answered (%s); the request goes out as ADK "
+                    "built it, repaired by the request pass",
+                    _session_label(session),
+                    type(error).__name__,
+                )
+            return None
         spliced = splice(contents, from_stored, from_repaired)
         if spliced.outcome is Splice.NOTHING_TO_RESTORE:
-            self._nothing_to_restore[marks] = None
-            if len(self._nothing_to_restore) > DEFAULT_ANALYSIS_CACHE_SIZE:
-                self._nothing_to_restore.popitem(last=False)
+            self._remember_nothing_to_restore(marks)
             return None
         if spliced.outcome is Splice.CHANGED_BY_OTHERS:
             if _logged_once.first_time((*key, "not_restored")):
@@ -231,6 +241,12 @@ class PairingPlugin(BasePlugin):
                 )
             return None
         return spliced.contents
+
+    def _remember_nothing_to_restore(self, marks: tuple[str, ...]) -> None:
+        """The same request shape needs no second look (bounded, oldest out first)."""
+        self._nothing_to_restore[marks] = None
+        if len(self._nothing_to_restore) > DEFAULT_ANALYSIS_CACHE_SIZE:
+            self._nothing_to_restore.popitem(last=False)
 
 
 async def _build_contents(

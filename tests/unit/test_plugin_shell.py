@@ -133,3 +133,36 @@ async def test_plugin_sends_the_request_as_built_when_the_repair_fails(
     assert result is None
     assert request.contents is contents
     assert "app/u/s-1" in caplog.text
+
+
+async def test_a_builder_refusing_the_restored_history_is_logged_once_and_not_retried(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Releases up to 2.10 refuse some malformed placements: the request pass alone then runs."""
+    builds: list[int] = []
+
+    async def build(invocation: object, llm_request: LlmRequest, events: list) -> list:
+        builds.append(len(events))
+        if len(builds) % 2 == 0:  # the second build of each restore: over the repaired events
+            raise ValueError("No function call event found")
+        return list(llm_request.contents)
+
+    monkeypatch.setattr("adk_pairing.plugin._build_contents", build)
+    events = [
+        Event(author="user", invocation_id="i", content=types.Content(role="user", parts=[])),
+        call_event("job_1", held_open=False),
+    ]
+    plugin = PairingPlugin()
+    with caplog.at_level(logging.WARNING, logger="adk_pairing"):
+        for _ in range(3):
+            request = LlmRequest(
+                contents=[types.Content(role="user", parts=[types.Part(text="hi")])]
+            )
+            await plugin.before_model_callback(
+                callback_context=context(events=events), llm_request=request
+            )
+            assert [c.role for c in request.contents] == ["user"]
+    assert builds == [2, 3]  # one restore tried; the same request shape is not tried again
+    refused = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refused) == 1 and "ValueError" in refused[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
