@@ -7,6 +7,7 @@ the shell's choices with stand-in contexts (pure logic, no I/O).
 from __future__ import annotations
 
 import logging
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -153,16 +154,20 @@ async def test_a_builder_refusing_the_restored_history_is_logged_once_and_not_re
         call_event("job_1", held_open=False),
     ]
     plugin = PairingPlugin()
+    callback_context = context(events=events)
+    # The once-per-session log is process-wide: a session of this test's own.
+    callback_context._invocation_context.session.id = f"refused-{uuid.uuid4().hex}"
     with caplog.at_level(logging.WARNING, logger="adk_pairing"):
         for _ in range(3):
             request = LlmRequest(
                 contents=[types.Content(role="user", parts=[types.Part(text="hi")])]
             )
             await plugin.before_model_callback(
-                callback_context=context(events=events), llm_request=request
+                callback_context=callback_context, llm_request=request
             )
             assert [c.role for c in request.contents] == ["user"]
     assert builds == [2, 3]  # one restore tried; the same request shape is not tried again
-    refused = [r for r in caplog.records if "refused" in r.getMessage()]
-    assert len(refused) == 1 and "ValueError" in refused[0].getMessage()
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    ours = [r for r in caplog.records if r.name.startswith("adk_pairing")]
+    refused = [r for r in ours if "refused" in r.getMessage()]
+    assert len(refused) == 1 and "ValueError" in refused[0].getMessage(), caplog.text
+    assert not [r for r in ours if r.levelno >= logging.ERROR], caplog.text
