@@ -196,23 +196,25 @@ def with_positional_ids(
                 else:
                     new_id = ids.fresh(f"<no id: {call.name}>")
                     idless.open(call.name, new_id)
-                part = part.model_copy(
-                    update={"function_call": call.model_copy(update={"id": new_id})}
-                )
+                part = _carrying(part, "function_call", new_id)
             elif kind is Block.RESULT:
                 response = part.function_response
                 assert response is not None
-                if response.id:
-                    new_id = ids.alias(response.id)
-                else:
-                    match = idless.answer(response.name)
-                    new_id = match or ids.fresh(f"<no id: {response.name}>")
-                part = part.model_copy(
-                    update={"function_response": response.model_copy(update={"id": new_id})}
+                new_id = (
+                    ids.alias(response.id)
+                    if response.id
+                    else idless.answer(response.name) or ids.fresh(f"<no id: {response.name}>")
                 )
+                part = _carrying(part, "function_response", new_id)
             parts.append(part)
         rewritten.append(content.model_copy(update={"parts": parts}))
     return rewritten, ids
+
+
+def _carrying(part: types.Part, field: str, new_id: str) -> types.Part:
+    """A copy of `part` whose call or result (`field`) carries `new_id`."""
+    named = getattr(part, field)
+    return part.model_copy(update={field: named.model_copy(update={"id": new_id})})
 
 
 class WireBlock(NamedTuple):
@@ -266,6 +268,21 @@ class WireRequest:
     @functools.cached_property
     def sent_ids(self) -> Sequence[tuple[str | None, str]] | None:
         return self.read_sent_ids()
+
+
+class Reading(enum.Enum):
+    """What a provider rule reads: what its provider receives.
+
+    ``ANTHROPIC_MESSAGES`` is a `WireRequest` of ADK's Anthropic converter's
+    messages (or, without the ``anthropic`` package, `request_of_contents`);
+    ``OPENAI_CHAT_MESSAGES`` the chat messages ADK's LiteLlm hands to
+    ``litellm.acompletion``; ``CONTENTS`` the request contents as they are
+    (Gemini receives them so).
+    """
+
+    ANTHROPIC_MESSAGES = "anthropic_messages"
+    OPENAI_CHAT_MESSAGES = "openai_chat_messages"
+    CONTENTS = "contents"
 
 
 def request_of_contents(contents: Sequence[types.Content]) -> WireRequest:
@@ -620,18 +637,6 @@ def _openai_refuses_id(call_id: str | None) -> bool:
 
 
 # -- the registry ----------------------------------------------------------------
-
-
-class Reading(enum.Enum):
-    """What a provider rule reads: what its provider receives."""
-
-    #: A `WireRequest`: ADK's Anthropic converter's messages (or, without the
-    #: ``anthropic`` package, `request_of_contents`).
-    ANTHROPIC_MESSAGES = "anthropic_messages"
-    #: The chat messages ADK's LiteLlm hands to ``litellm.acompletion``.
-    OPENAI_CHAT_MESSAGES = "openai_chat_messages"
-    #: The request contents as they are (Gemini receives them so).
-    CONTENTS = "contents"
 
 
 @dataclass(frozen=True, slots=True)
