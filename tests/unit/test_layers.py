@@ -296,14 +296,17 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
     assert {"anthropic", "gemini", "openai_chat", "strict_alternation"} <= functions
     for rule in provider_rules.PROVIDER_RULES.values():
         assert rule.violations.__module__ == provider_rules.__name__, rule.name
+    bare = {name.lstrip("_") for name in functions}
     defined_elsewhere: list[str] = []
     for path in PACKAGE.rglob("*.py"):
         if path.name == "provider_rules.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                if node.name.lstrip("_") in {name.lstrip("_") for name in functions}:
-                    defined_elsewhere.append(f"{path.name}: {node.name}")
+        defined_elsewhere += [
+            f"{path.name}: {node.name}"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name.lstrip("_") in bare
+        ]
     assert not defined_elsewhere, defined_elsewhere
 
 

@@ -1,4 +1,4 @@
-"""The request pass (`adk_pairing.request_pass`): the four rules hold after it, nothing else moves.
+"""The request pass (`adk_pairing.request_pass`): its five rules hold after it, nothing else moves.
 
 The rules are checked here by `rule_violations`, written for these tests from
 the rules' statement (not the module's own scan), and by
