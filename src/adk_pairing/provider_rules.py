@@ -64,13 +64,13 @@ from typing import Any, NamedTuple
 from google.genai import types
 
 from .wire import (
+    ANTHROPIC_FALLBACK_PREFIX,
     Block,
     IdlessCalls,
     anthropic_block,
     anthropic_keeps_id,
     is_mixed,
     is_model_role,
-    may_collide_with_a_fallback,
 )
 
 __all__ = [
@@ -625,17 +625,6 @@ def answers_in_place(parts: Sequence[types.Part], awaiting: Sequence[types.Funct
     return True
 
 
-def _anthropic_refuses_id(call_id: str | None) -> bool:
-    # Before 2.10 every id-less call shares one fallback id; an id of the
-    # fallbacks' form may be sent for another call whose id is rewritten.
-    return not call_id or may_collide_with_a_fallback(call_id)
-
-
-def _openai_refuses_id(call_id: str | None) -> bool:
-    # LiteLlm sends an id-less call as "", which no OpenAI-compatible API pairs.
-    return not call_id
-
-
 # -- the registry ----------------------------------------------------------------
 
 
@@ -651,10 +640,12 @@ class ProviderRule:
     reads: Reading
     #: The rule: every way the request, as `reads` says, breaks it; empty when kept.
     violations: Callable[[Any], list[str]]
-    #: A call id the provider cannot take when the model pairs calls by id
-    #: (`wire.pairs_calls_by_id`): the request pass gives such a call an id of
-    #: its own. None: every id it can take.
-    refuses_call_id: Callable[[str | None], bool] | None = None
+    #: When the model pairs calls by id (`wire.pairs_calls_by_id`): whether the
+    #: provider cannot take a call without an id, and the starts of ids it cannot
+    #: keep apart from ids of its own. The request pass gives such calls ids of
+    #: their own (`refused_when_paired_by_id`).
+    refuses_missing_ids: bool = False
+    refuses_id_prefixes: tuple[str, ...] = ()
     #: Whether the view's check holds a view to it (`adk_pairing.builder_check`).
     #: Strict alternation is not: a placeholder is a turn of its own before the
     #: user's next text, which the request pass merges.
@@ -671,7 +662,10 @@ PROVIDER_RULES: Mapping[str, ProviderRule] = {
             "AnthropicLlm, and Claude through LiteLlm",
             Reading.ANTHROPIC_MESSAGES,
             anthropic,
-            refuses_call_id=_anthropic_refuses_id,
+            # Before 2.10 every id-less call shares one fallback id, and an id of
+            # the fallbacks' form may be sent for another call whose id is rewritten.
+            refuses_missing_ids=True,
+            refuses_id_prefixes=(ANTHROPIC_FALLBACK_PREFIX,),
         ),
         ProviderRule(
             "openai_chat",
@@ -679,7 +673,8 @@ PROVIDER_RULES: Mapping[str, ProviderRule] = {
             "LiteLlm (every OpenAI-compatible API)",
             Reading.OPENAI_CHAT_MESSAGES,
             openai_chat,
-            refuses_call_id=_openai_refuses_id,
+            # LiteLlm sends an id-less call as "", which no OpenAI-compatible API pairs.
+            refuses_missing_ids=True,
         ),
         ProviderRule("gemini", "Gemini", "Gemini", Reading.CONTENTS, gemini),
         ProviderRule(
@@ -693,11 +688,17 @@ PROVIDER_RULES: Mapping[str, ProviderRule] = {
     )
 }
 
-_ID_REFUSALS = tuple(
-    rule.refuses_call_id for rule in PROVIDER_RULES.values() if rule.refuses_call_id is not None
+_REFUSES_MISSING_IDS = any(rule.refuses_missing_ids for rule in PROVIDER_RULES.values())
+_REFUSED_ID_PREFIXES = tuple(
+    prefix for rule in PROVIDER_RULES.values() for prefix in rule.refuses_id_prefixes
 )
 
 
 def refused_when_paired_by_id(call_id: str | None) -> bool:
-    """Whether a provider that pairs calls by id cannot take `call_id` (`ProviderRule`)."""
-    return any(refuses(call_id) for refuses in _ID_REFUSALS)
+    """Whether a provider that pairs calls by id cannot take `call_id` (`ProviderRule`).
+
+    Folded from the registry once: the request pass asks it of every call.
+    """
+    if not call_id:
+        return _REFUSES_MISSING_IDS
+    return call_id.startswith(_REFUSED_ID_PREFIXES)

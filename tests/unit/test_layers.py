@@ -270,11 +270,7 @@ def _provider_rule_functions() -> set[str]:
     """Every rule function of `adk_pairing.provider_rules`: the registry's and their helpers."""
     from adk_pairing import provider_rules
 
-    registered = set()
-    for rule in provider_rules.PROVIDER_RULES.values():
-        registered.add(rule.violations.__name__)
-        if rule.refuses_call_id is not None:
-            registered.add(rule.refuses_call_id.__name__)
+    registered = {rule.violations.__name__ for rule in provider_rules.PROVIDER_RULES.values()}
     public = {
         name
         for name in provider_rules.__all__

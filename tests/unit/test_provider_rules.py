@@ -24,7 +24,7 @@ from adk_pairing.provider_rules import (
     unique_tool_use_ids,
     with_positional_ids,
 )
-from adk_pairing.wire import Block
+from adk_pairing.wire import Block, may_collide_with_a_fallback
 
 from .test_checks import ANSWERED, DANGLING, call, model, response, text, user
 
@@ -65,6 +65,8 @@ def test_the_registry_is_the_checks_rules_in_their_order() -> None:
 def test_an_id_a_provider_pairing_by_id_cannot_take(call_id: str | None, refused: bool) -> None:
     """No id (LiteLlm sends "", old Anthropic converters one shared fallback), or a fallback's."""
     assert refused_when_paired_by_id(call_id) is refused
+    if call_id:  # the wire's own statement of the fallbacks' form
+        assert refused_when_paired_by_id(call_id) is may_collide_with_a_fallback(call_id)
 
 
 def test_each_id_less_call_gets_its_own_id_and_its_result_the_call_it_answers() -> None:
