@@ -5,7 +5,9 @@ view, the request pass), passes call the core (the ledger, the repair, the
 placeholders, the checks against ADK's builder), the core calls the wire rules,
 and each returns: nothing below calls back up. Asserted twice: on the imports
 of every module of the package, and on the frames of a real append through
-the decorator (`test_an_append_calls_only_downward_through_the_layers`).
+the decorator (`test_an_append_calls_only_downward_through_the_layers`). Each wire rule is
+defined in ``wire.py`` alone, and each provider rule's function in
+``provider_rules.py`` alone, the one module that reads the providers' messages.
 """
 
 from __future__ import annotations
