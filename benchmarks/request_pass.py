@@ -51,7 +51,7 @@ from workloads import AGENT, APP, HEALTHS, USER, USER_TEXT, realistic_history
 
 from adk_pairing.placeholders import is_synthetic
 from adk_pairing.plugin import PairingPlugin
-from adk_pairing.request_pass import satisfies_pairing_rules
+from adk_pairing.request_pass import repair_contents
 from adk_pairing.service import PairingSessionService
 
 #: How each history reaches ADK's request builder.
@@ -119,7 +119,7 @@ async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row
                 raise RuntimeError(f"{where}: the plugin did not repair the request")
             if health == "dropped" and _calls(request.contents) != _calls_in(session):
                 raise RuntimeError(f"{where}: the request lacks calls the history holds")
-            if not satisfies_pairing_rules(request.contents):
+            if repair_contents(request.contents).contents is not request.contents:
                 raise RuntimeError(f"{where}: the request breaks a rule after the plugin")
 
             own_cpu: dict[int, int] = {}

@@ -43,6 +43,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import sys
 from typing import Any
 
 from google.adk import __version__ as ADK_VERSION
@@ -53,8 +54,10 @@ __all__ = [
     "REDIS_ALTERNATIVE",
     "adk_drops_unanswered_calls",
     "adk_reads_error_code_of_responses",
+    "anthropic_converter_installed",
     "close_session_service",
     "has_adk_redis_session_service",
+    "litellm_imported",
     "sqlite_service_parses_uris",
 ]
 
@@ -75,6 +78,24 @@ def _module_exists(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except ImportError:  # a parent package is missing
         return False
+
+
+@functools.cache
+def anthropic_converter_installed() -> bool:
+    """Whether ADK's Anthropic converter imports: it needs the optional ``anthropic`` package."""
+    try:
+        importlib.import_module("google.adk.models.anthropic_llm")
+    except ImportError:
+        return False
+    return True
+
+
+def litellm_imported() -> bool:
+    """Whether the app has imported ``litellm``: only apps that send through LiteLlm do.
+
+    Asked instead of importing it, which costs seconds.
+    """
+    return "litellm" in sys.modules
 
 
 def has_adk_redis_session_service() -> bool:

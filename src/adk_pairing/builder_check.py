@@ -8,15 +8,14 @@ event, an id reused while its earlier call is open, text and a call in one
 rearranging decides, and it is keyed on ids in ways no event-level rule can
 follow on every release:
 
-* ``merge_function_response_events`` (2.13.0
-  ``flows/llm_flows/tools/_rearranger.py:29``) merges the response events of
-  one call event *keyed by response id*; id-less responses share the key
-  ``None``, so when a placeholder event and a stored event both answer one call
-  event, every id-less response after the first collapses into one slot;
+* ``merge_function_response_events`` merges the response events of one call
+  event *keyed by response id*; id-less responses share the key ``None``, so
+  when a placeholder event and a stored event both answer one call event,
+  every id-less response after the first collapses into one slot;
 * the call event takes only the *last* response event per id
-  (``response_indices[-1]``, same file :181), so a placeholder can displace
-  an event the stored request used, or be displaced;
-* ``drop_orphaned_function_calls`` (>= 2.10) keeps a call whose id any
+  (``response_indices[-1]``), so a placeholder can displace an event the
+  stored request used, or be displaced;
+* ``drop_orphaned_function_calls`` (from 2.10) keeps a call whose id any
   response carries, so a placeholder can bring back a call the stored request
   left out, next to a reused id it now collides with;
 * the latest-response rearranger cuts the history at the call event that owns
@@ -33,22 +32,19 @@ the store and break it from the view, that view is not served: the caller
 prove, and serves only the others as stored. A regular history is never
 checked: it costs nothing.
 
-The rules, each on the contents ADK's builder made, through the real
-converters:
+The rules are the registry's (`adk_pairing.provider_rules.PROVIDER_RULES`,
+those with ``view_checked``), each on the contents ADK's builder made,
+through the real converters (`rule_holds`):
 
-* Anthropic's (`anthropic_holds`): `adk_pairing.checks.anthropic_violations`,
-  which converts with ADK's own Anthropic converter, pairing and unique
-  ``tool_use`` ids both. The ``anthropic`` package is an optional extra, and
-  that converter needs it. Without it the check applies `pairing_holds` (the
-  pairing rule on the blocks `adk_pairing.wire.anthropic_block` says the
-  converter makes, id-less calls paired as `adk_pairing.wire.IdlessCalls`
-  says) and `unique_call_ids_on_the_wire` (two calls sharing an id share one
-  ``tool_use`` id, fallback or not); `tests/unit/test_builder_check.py` holds the two
-  equal to the real converter's verdict on seeded histories.
-* Gemini's (`adk_pairing.checks.gemini_violations`): calls answered in call
-  order and count; Gemini receives the contents as they are.
-* OpenAI's (`openai_holds`), on ADK's LiteLlm conversion, once the app has
-  imported ``litellm`` (only apps that send through LiteLlm do).
+* Anthropic's, with ADK's own Anthropic converter. The ``anthropic`` package
+  is an optional extra, and that converter needs it; without it the rule
+  reads the contents as `adk_pairing.wire.anthropic_block` says the converter
+  would send them (`provider_rules.request_of_contents`), and
+  tests/unit/test_builder_check.py holds that equal to the real converter's
+  verdict on seeded histories.
+* Gemini's, on the contents as they are.
+* OpenAI's, on ADK's LiteLlm conversion, once the app has imported
+  ``litellm`` (only apps that send through LiteLlm do).
 
 Like the core, this module never awaits and touches no store. ADK's builder
 logs what it drops; while it runs here those records are filtered out, since
@@ -61,15 +57,16 @@ import contextlib
 import contextvars
 import inspect
 import logging
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 
 from google.adk.events.event import Event
 from google.genai import types
 
-from .checks import gemini_violations
-from .wire import MODEL_ROLES, Block, IdlessCalls, anthropic_block, branches_shown_to
+from .adk_compat import anthropic_converter_installed, litellm_imported
+from .checks import violations_of
+from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, request_of_contents
+from .wire import branches_shown_to
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 
@@ -89,8 +86,8 @@ def _request_builder() -> Builder:
     """ADK's ``_get_contents``, called as the contents request processor calls it.
 
     Ids are kept as stored where the release can (``preserve_function_call_ids``,
-    1.39 and later); 1.20 strips only ADK's own ``adk-`` ids
-    (``flows/llm_flows/functions.py:68``), from both lists alike. Its loggers
+    1.39 and later); 1.20 strips only ADK's own ``adk-`` ids, from both lists
+    alike. Its loggers
     (``contents``; ``_tool_call_rearranger`` in 2.9; ``context._contents`` and
     ``tools._rearranger`` from 2.10) get the filter that quiets them here.
     """
@@ -156,15 +153,13 @@ def _verdicts(
 ) -> tuple[bool, ...] | None:
     """Which rules ADK's request for `agent` in `branch` keeps; None when the builder raises.
 
-    Anthropic's rule (`anthropic_holds`), Gemini's (call order and counts,
-    `adk_pairing.checks.gemini_violations`, which reads the contents as sent)
-    and OpenAI's (`openai_holds`).
+    One verdict per rule of `VIEW_RULES`, in its order (`rule_holds`).
     """
     try:
         contents = build(list(events), agent, branch)
     except Exception:
         return None
-    return anthropic_holds(contents), not gemini_violations(contents), openai_holds(contents)
+    return tuple(rule_holds(rule, contents) for rule in VIEW_RULES)
 
 
 def _worse(view: tuple[bool, ...] | None, stored: tuple[bool, ...] | None) -> bool:
@@ -174,6 +169,9 @@ def _worse(view: tuple[bool, ...] | None, stored: tuple[bool, ...] | None) -> bo
         return True
     return any(kept and not still for kept, still in zip(stored, view, strict=True))
 
+
+#: The provider rules a view is held to (`ProviderRule.view_checked`).
+VIEW_RULES = tuple(rule for rule in PROVIDER_RULES.values() if rule.view_checked)
 
 #: (agent, branch) -> the rules ADK's request from the stored events keeps (`_verdicts`).
 StoredVerdicts = dict[tuple[str, str | None], tuple[bool, ...] | None]
@@ -209,143 +207,24 @@ def view_never_worse(
     return True
 
 
-def anthropic_holds(contents: Sequence[types.Content]) -> bool:
-    """Anthropic's rule on `contents`: ADK's real converter when installed, else `pairing_holds`.
+def rule_holds(rule: ProviderRule, contents: Sequence[types.Content]) -> bool:
+    """Whether `contents` keep `rule`, read as its provider would receive them.
 
-    The ``anthropic`` package is an optional extra, and ADK's converter needs
-    it; without it the rule is `pairing_holds` on the contents, with the ids
-    ADK's converter would send (`unique_call_ids_on_the_wire`).
+    Anthropic's converter needs the optional ``anthropic`` package; without it
+    the rule reads the contents as `adk_pairing.wire` says that converter
+    would send them, where no id sanitizer can merge two ids into one.
+    OpenAI's rule applies once the app has imported ``litellm`` (only an app
+    that sends through LiteLlm has, and importing it here would cost seconds
+    on the request path); it holds when it does not apply, or when the
+    conversion itself fails (nothing to compare).
     """
-    if _anthropic_installed():
-        from .checks import anthropic_violations
-
-        return not anthropic_violations(contents)
-    return pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
-
-
-def openai_holds(contents: Sequence[types.Content]) -> bool:
-    """OpenAI's rule on ADK's LiteLlm conversion of `contents`, once the app imported litellm.
-
-    Only an app that sends through ``LiteLlm`` has imported ``litellm``; for
-    any other the rule does not apply, and importing litellm here would cost
-    seconds on the request path. True when it does not apply.
-    """
-    if "litellm" not in sys.modules:
-        return True
-    from .checks import openai_chat_violations
-
-    try:
-        return not openai_chat_violations(contents)
-    except Exception:  # the conversion itself failed: nothing to compare
-        return True
-
-
-@cache
-def _anthropic_installed() -> bool:
-    try:
-        import google.adk.models.anthropic_llm  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-# -- the pairing rule on request contents -------------------------------------
-
-
-def pairing_holds(contents: Sequence[types.Content]) -> bool:
-    """Whether the request `contents` pair every tool call with its result (module docstring)."""
-    # (is the model, [(block, id)]) per non-empty turn, consecutive roles merged.
-    turns: list[tuple[bool, list[tuple[Block, str]]]] = []
-    idless = IdlessCalls()  # the id-less calls of the last model turn
-    fresh = 0
-    previous_is_model: bool | None = None
-    for content in contents:
-        is_model = content.role in MODEL_ROLES
-        if is_model and previous_is_model is False:
-            idless.start_turn()
-        blocks: list[tuple[Block, str]] = []
-        empty_text = False
-        for part in content.parts or ():
-            kind = anthropic_block(part)
-            if kind is Block.DROPPED:
-                continue
-            if kind is Block.NOTHING:
-                empty_text = True
-                continue
-            ident = ""
-            if kind is Block.CALL:
-                call = part.function_call
-                ident = call.id or ""  # type: ignore[union-attr]
-                if not ident:
-                    fresh += 1
-                    ident = f"\0{fresh}"
-                    idless.open(call.name, ident)  # type: ignore[union-attr]
-            elif kind is Block.RESULT:
-                response = part.function_response
-                ident = response.id or ""  # type: ignore[union-attr]
-                if not ident:
-                    match = idless.answer(response.name)  # type: ignore[union-attr]
-                    if match is not None:
-                        ident = match
-                    else:
-                        fresh += 1
-                        ident = f"\0{fresh}"
-            blocks.append((kind, ident))
-        if content.parts:
-            previous_is_model = is_model
-        if not blocks and empty_text and not is_model:
-            blocks.append((Block.OTHER, ""))
-        if not blocks:
-            continue
-        if turns and turns[-1][0] == is_model:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((is_model, blocks))
-    for position, (is_model, blocks) in enumerate(turns):
-        if is_model:
-            calls = [ident for kind, ident in blocks if kind is Block.CALL]
-            if not calls:
-                continue
-            following = turns[position + 1][1] if position + 1 < len(turns) else []
-            leading: set[str] = set()
-            for kind, ident in following:
-                if kind is not Block.RESULT:
-                    break
-                leading.add(ident)
-            if not leading.issuperset(calls):
-                return False
-        else:
-            previous = turns[position - 1] if position else None
-            allowed = (
-                {ident for kind, ident in previous[1] if kind is Block.CALL}
-                if previous is not None and previous[0]
-                else set()
-            )
-            if any(kind is Block.RESULT and ident not in allowed for kind, ident in blocks):
-                return False
-    return True
-
-
-def unique_call_ids_on_the_wire(contents: Sequence[types.Content]) -> bool:
-    """Whether no two calls ADK's Anthropic converter sends share a ``tool_use`` id.
-
-    The converter keeps ids of ``[a-zA-Z0-9_-]+`` and maps every other id to a
-    fallback of its own, one per distinct id, so two calls sharing an id share
-    it on the wire whatever its characters; id-less calls are paired by
-    position (`pairing_holds`), not by id. Two distinct ids that ADK's id
-    sanitizer sends as one fallback (`adk_pairing.wire.may_collide_with_a_fallback`)
-    take that sanitizer, which comes with the ``anthropic`` package: without
-    it there is none on the wire.
-    """
-    seen: set[str] = set()
-    for content in contents:
-        # Every role: ADK's builder can merge a malformed event's calls into a
-        # user turn, and the converter sends them as tool_use blocks there too.
-        for part in content.parts or ():
-            call = part.function_call
-            if call is None or not call.id or anthropic_block(part) is not Block.CALL:
-                continue
-            if call.id in seen:
-                return False
-            seen.add(call.id)
-    return True
+    if rule.reads is Reading.ANTHROPIC_MESSAGES and not anthropic_converter_installed():
+        return not rule.violations(request_of_contents(contents))
+    if rule.reads is Reading.OPENAI_CHAT_MESSAGES:
+        if not litellm_imported():
+            return True
+        try:
+            return not violations_of(rule, contents)
+        except Exception:
+            return True
+    return not violations_of(rule, contents)

@@ -10,12 +10,11 @@ breaks pairing on its own in cases the session layer cannot see, and strict
 providers reject shapes both the view and plain ADK produce:
 
 * two long-running calls are open and the older one's result arrives after the
-  newer call: ``_rearrange_events_for_latest_function_response``
-  (google-adk 2.13.0 ``flows/llm_flows/tools/_rearranger.py:378``) cuts the
+  newer call: ``_rearrange_events_for_latest_function_response`` cuts the
   history after the newer call and drops the older call's real answer;
 * a ``Part`` holding text *and* a ``function_call``: ADK's Anthropic converter
-  sends only the text (``models/anthropic_llm.py:543``, ``if part.text`` before
-  ``elif part.function_call``), so the call vanishes and its result is orphaned;
+  sends only the text (it tries text before a call), so the call vanishes and
+  its result is orphaned;
 * a call id used by two calls of one history (model ids such as ``call_1``
   repeat across turns): Anthropic refuses duplicate ``tool_use`` ids;
 * a call stored without an id: LiteLlm's conversion sends ``""`` as its
@@ -25,7 +24,9 @@ providers reject shapes both the view and plain ADK produce:
   turns in a row: Bedrock Converse and the chat templates of many open models
   reject two consecutive messages of one role.
 
-The rules, which hold on every list this module returns:
+The request guarantee: five rules that hold on every list this module
+returns, and that imply every provider rule of
+`adk_pairing.provider_rules.PROVIDER_RULES` (tests/unit/test_request_guarantee.py):
 
 1. every function call in a model content is answered by the leading
    ``function_response`` parts of the content right after it, one each, in call
@@ -42,10 +43,11 @@ The rules, which hold on every list this module returns:
    adjacent ones are merged, the answers to the preceding model content first;
 4. call ids are unique within the request: a later call reusing an id is
    renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
-   id-less calls get ``call_pairing_<n>``, and so does a call whose id looks
-   like one of ADK's Anthropic converter's own fallback ids
-   (`adk_pairing.wire.may_collide_with_a_fallback`), which the converter could
-   also give another call whose id it rewrites. Both are numbered in request order,
+   a call whose id some provider that pairs by id cannot take
+   (`adk_pairing.provider_rules.refused_when_paired_by_id`: none, or one that
+   looks like one of ADK's Anthropic converter's own fallback ids, which the
+   converter could also give another call whose id it rewrites) gets
+   ``call_pairing_<n>``. Both are numbered in request order,
    so the same contents always give the same ids and provider prompt caches
    stay warm;
 5. the request does not open with a model turn holding a call: a request
@@ -71,7 +73,7 @@ withheld call would stay unanswered in the request the provider rejects). On
 google-adk >= 2.11 the two agree on every call. A part that holds a call or a
 result together with text is split first, so the call is not lost.
 
-Properties: a request that already satisfies the rules comes back as the very
+Properties: a request that already keeps the guarantee comes back as the very
 same list object; input ``Content`` and ``Part`` objects are never mutated
 (ADK's per-request copies are shallow and share parts' payloads with session
 events), changed contents are new objects; the pass is idempotent,
@@ -90,14 +92,8 @@ from google.genai import types
 from .analysis import CallStatus, PairingLedger, TrackedCall
 from .builder_traits import NEWEST_BUILDER
 from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
-from .wire import (
-    MODEL_ROLES,
-    call_key,
-    is_held_open,
-    is_mixed,
-    may_collide_with_a_fallback,
-    never_sent_as_a_call,
-)
+from .provider_rules import answers_in_place, refused_when_paired_by_id, starts_a_model_turn
+from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
 
 __all__ = [
     "FILLED_ID_PREFIX",
@@ -106,7 +102,6 @@ __all__ = [
     "ContentRule",
     "RepairedContents",
     "repair_contents",
-    "satisfies_pairing_rules",
 ]
 
 if TYPE_CHECKING:
@@ -179,15 +174,6 @@ class RepairedContents:
         return [repair for repair in self.repairs if repair.rule not in QUIET_RULES]
 
 
-def satisfies_pairing_rules(
-    contents: Sequence[types.Content], *, fill_missing_ids: bool = False
-) -> bool:
-    """Whether `contents` already satisfy the rules (with ids on every call if asked)."""
-    return all(segment.holds for segment in _scan(contents, fill_missing_ids)) and not (
-        _opens_with_a_call(contents)
-    )
-
-
 def repair_contents(
     contents: list[types.Content],
     *,
@@ -195,7 +181,7 @@ def repair_contents(
     texts: PlaceholderTexts = _DEFAULT_TEXTS,
     fill_missing_ids: bool = False,
 ) -> RepairedContents:
-    """`contents` made to satisfy the rules, and what it took.
+    """`contents` made to keep the request guarantee (module docstring), and what it took.
 
     Args:
       contents: The request's contents, as ADK built them. Never mutated.
@@ -210,7 +196,7 @@ def repair_contents(
         position and from which ADK strips its own ``adk-`` ids on purpose.
 
     Returns:
-      The same list object when it already satisfies the rules; otherwise new
+      The same list object when it already keeps the guarantee; otherwise new
       contents (unchanged contents are reused as they are) and the repairs.
     """
     segments = _scan(contents, fill_missing_ids)
@@ -310,7 +296,9 @@ def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
     while True:
         content = contents[index] if index < count else None
         is_model = content is not None and content.role in MODEL_ROLES
-        if index == count or (is_model and previous_is_model is False and index > segment_start):
+        if index == count or (
+            starts_a_model_turn(is_model, previous_is_model) and index > segment_start
+        ):
             # The segment [segment_start, index) ends here.
             if holds and not awaiting:
                 held_calls += calls
@@ -346,48 +334,20 @@ def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
                     holds = False
                 call_id = call.id
                 if call_id:
-                    if call_id in seen_ids or (fill and may_collide_with_a_fallback(call_id)):
+                    if call_id in seen_ids:
                         holds = False
                     seen_ids.add(call_id)
-                elif fill:
+                if fill and refused_when_paired_by_id(call_id):
                     holds = False
                 awaiting.append(call)
             calls += awaiting
             continue
         if holds:
-            holds = _answers_lead(parts, awaiting)
+            holds = answers_in_place(parts, awaiting)
         awaiting = []
     if held_start < count:
         segments.append(_Segment(held_start, count, True, held_calls))
     return segments
-
-
-def _answers_lead(parts: list[types.Part], awaiting: list[types.FunctionCall]) -> bool:
-    """Whether a user-side content's parts are the answers to `awaiting`, in order, then no more."""
-    expected = len(awaiting)
-    if len(parts) < expected:
-        return False
-    position = -1
-    for part in parts:
-        position += 1
-        if part.function_call is not None:
-            return False
-        response = part.function_response
-        if position >= expected:
-            if response is not None:
-                return False
-            continue
-        if response is None or is_mixed(part):
-            return False
-        call = awaiting[position]
-        if (response.name or "") != (call.name or ""):
-            return False
-        if call.id:
-            if response.id != call.id:
-                return False
-        elif response.id:
-            return False
-    return True
 
 
 # -- phase 1, prepare: the faulty segments as turns -------------------------------
@@ -623,10 +583,10 @@ def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> 
     used: set[str] = set(kept_ids)
     filled = 0
     for call in calls:
-        # An id that looks like one of ADK's Anthropic converter's own fallbacks
-        # may be sent for another call whose id the converter rewrites: with
-        # `fill` it is renamed as an id-less call is named.
-        named_fresh = fill and (not call.call_id or may_collide_with_a_fallback(call.call_id))
+        # With `fill`, a call whose id a provider that pairs by id cannot take
+        # (none, or one like the Anthropic converter's own fallbacks) is
+        # renamed as an id-less call is named.
+        named_fresh = fill and refused_when_paired_by_id(call.call_id)
         if call.call_id and not named_fresh:
             if call.call_id not in used:
                 used.add(call.call_id)
@@ -736,7 +696,7 @@ def _model_runs(turns: Sequence[_Turn]) -> list[int]:
     run = 0
     previous_is_model = False
     for turn in turns:
-        run += turn.is_model and not previous_is_model
+        run += starts_a_model_turn(turn.is_model, previous_is_model)
         previous_is_model = turn.is_model
         model_run.append(run)
     return model_run

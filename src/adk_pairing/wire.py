@@ -2,9 +2,9 @@
 
 Every other module of adk-pairing imports these rules and restates none of
 them: the ledger (`adk_pairing.analysis`), the view, the request pass
-(`adk_pairing.request_pass`), the view's check against ADK's builder
-(`adk_pairing.builder_check`), the provider checks (`adk_pairing.checks`) and the
-plugin. This module is pure and imports nothing of ours.
+(`adk_pairing.request_pass`), the providers' rules (`adk_pairing.provider_rules`)
+and the plugin. This module is pure and imports nothing of ours. Where in
+each ADK release these facts are is docs/compatibility.md's table.
 
 The rules:
 
@@ -12,8 +12,7 @@ The rules:
   assistant in both converters (Anthropic, LiteLlm); every other role,
   ``None`` included, is the user's side.
 * **What a part is sent as** (`anthropic_block`): ADK's Anthropic converter
-  (``_part_to_message_block``: 2.13.0 ``models/anthropic_llm.py:523-560``,
-  2.6.2 :304-323, 1.20.0 :76-130) tries thinking (``thought`` with text or a
+  (``_part_to_message_block``) tries thinking (``thought`` with text or a
   signature), then text, then ``function_call``, then ``function_response``;
   the first match wins and the rest of the part is dropped. So a part holding
   a call beside text or a signed thought is not a call on the wire
@@ -31,7 +30,7 @@ The rules:
   - on the wire (`IdlessCalls`): an id-less result answers an unanswered
     id-less call of the model turn right before it, the same name first,
     else the oldest; this is how a provider pairs by position, and what the
-    checks and the view's check read.
+    providers' rules read.
 
 * **Held open** (`HELD_OPEN_CALL_NAMES`, `is_held_open`,
   `adk_pairing.analysis.held_open_call_ids`): ADK answers a call only when a person or client
@@ -41,29 +40,24 @@ The rules:
 * **Events the builder leaves out** (`builder_leaves_out`): ADK's request
   builder drops, whole, every event with a call or result named
   ``adk_request_credential`` or ``adk_request_confirmation``, and after 1.20
-  ``adk_framework`` (``_should_include_event_in_context``: 2.13.0
-  ``flows/llm_flows/context/_contents.py:388-394``, 1.39.1
-  ``flows/llm_flows/contents.py:318``, 1.20.0
-  ``flows/llm_flows/contents.py:270-275``). ADK writes those requests in
-  events of their own; a call beside one (malformed) is never sent.
+  ``adk_framework`` (``_should_include_event_in_context``). ADK writes those
+  requests in events of their own; a call beside one (malformed) is never sent.
 * **Call keys** (`call_key`): a call's id, or its function name when the
   model gave it none.
 * **What each converter does to call ids**: ADK's Anthropic converter keeps
   ids of ``[a-zA-Z0-9_-]+`` and maps every other non-empty id to a fallback
   of its own, one per distinct id (``_ToolUseIdSanitizer``, 1.39.1 and
-  later; 2.13.0 ``models/anthropic_llm.py:467-520``), so two calls sharing
-  such an id share one ``tool_use`` id on the wire (`anthropic_keeps_id`,
+  later), so two calls sharing such an id share one ``tool_use`` id on the
+  wire (`anthropic_keeps_id`,
   `ANTHROPIC_ID`). Its fallbacks are ``toolu_fallback_<n>``, numbered in
   request order, and an id of that form is itself kept, so a stored id that
   looks like a fallback and an id the converter rewrites can be one
   ``tool_use`` id on the wire (`ANTHROPIC_FALLBACK_PREFIX`,
   `may_collide_with_a_fallback`). 1.20.0 sends every id as it is
   (``id or ""``). LiteLlm sends every id as it is, and an id-less call or
-  result as ``""`` (2.13.0 ``models/lite_llm.py:1630,1686``); ADK 1.20's
-  builder strips its own ``adk-`` ids from every request (``flows/llm_flows/contents.py``, via
-  ``remove_client_function_call_id``, 1.20.0 ``functions.py:68``;
-  `ADK_OWN_ID_PREFIX`); models that pair by id get ids kept
-  (`pairs_calls_by_id`).
+  result as ``""``; ADK 1.20's builder strips its own ``adk-`` ids from every
+  request (``remove_client_function_call_id``); models that pair by id get
+  ids kept (`pairs_calls_by_id`).
 """
 
 from __future__ import annotations
@@ -73,12 +67,8 @@ import functools
 import re
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from google.genai import types
-
-if TYPE_CHECKING:
-    pass
 
 #: Roles both ADK converters send as the assistant; every other role is the user's.
 MODEL_ROLES = frozenset({"model", "assistant"})
@@ -102,9 +92,6 @@ ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 #: How the fallback ids of ADK's Anthropic converter start (``_ToolUseIdSanitizer``).
 ANTHROPIC_FALLBACK_PREFIX = "toolu_fallback_"
-
-#: How the ids ADK gives calls itself start (``generate_client_function_call_id``).
-ADK_OWN_ID_PREFIX = "adk-"
 
 #: Model classes that pair tool calls with their results by id, by module and
 #: name (the list of ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, 2.12.0+).
@@ -205,11 +192,11 @@ def never_sent_as_a_call(part: types.Part) -> bool:
 def converter_sends_signed_thoughts() -> bool:
     """Whether the installed ADK's Anthropic converter sends a signed thought as thinking.
 
-    From 1.39.1 it does (2.13.0 ``models/anthropic_llm.py:536``); 1.20.0's
-    ``part_to_message_block`` has no thinking at all (:88): it sends such a
-    part's call as a call, and raises ``NotImplementedError`` on a signed
-    thought with nothing else. Probed once by converting one part; without
-    the ``anthropic`` package the newest converter is assumed.
+    From 1.39.1 it does; 1.20.0's ``part_to_message_block`` has no thinking
+    at all: it sends such a part's call as a call, and raises
+    ``NotImplementedError`` on a signed thought with nothing else. Probed once
+    by converting one part; without the ``anthropic`` package the newest
+    converter is assumed.
     """
     try:
         from google.adk.models import anthropic_llm
@@ -319,9 +306,7 @@ class IdlessCalls:
 def branch_shows(branch: str | None, event_branch: str | None) -> bool:
     """Whether ADK's request builder shows an agent running in `branch` an event in `event_branch`.
 
-    ``_is_event_belongs_to_branch`` (``flows/llm_flows/contents.py`` 1.20.0:619,
-    2.6.2:1124; ``flows/llm_flows/context/_contents.py`` 2.10.0:663,
-    2.13.0:768): every event when either branch is empty, else the same branch
+    ``_is_event_belongs_to_branch``: every event when either branch is empty, else the same branch
     or an ancestor of it, compared by whole dot-separated segments.
     """
     if not branch or not event_branch:

@@ -41,7 +41,6 @@ from google.genai import types
 
 from adk_pairing.analysis import is_rewind
 from adk_pairing.wire import (
-    ADK_OWN_ID_PREFIX,
     HELD_OPEN_CALL_NAMES,
     LEFT_OUT_CALL_NAMES,
     anthropic_keeps_id,
@@ -50,6 +49,8 @@ from adk_pairing.wire import (
 from tests.unit.events import AGENT, call, model_event, response, response_event, user_text
 
 ID_POOL = ("c1", "c2", "c3", "ïd 1")
+#: How the ids ADK gives calls itself start (``generate_client_function_call_id``).
+ADK_OWN_ID_PREFIX = "adk-"
 #: An id of 20,000 characters both converters keep, and one ADK's Anthropic converter rewrites.
 LONG_ID = "L" * 20_000
 LONG_REWRITTEN_ID = "L" * 19_999 + " "
@@ -58,7 +59,7 @@ LONG_REWRITTEN_ID = "L" * 19_999 + " "
 FALLBACK_LOOKALIKES = ("toolu_fallback_0", "toolu_fallback_1")
 #: LiteLlm sends ``id or ""`` (an empty id like a missing one), keeps a
 #: ``__thought__`` separator as it is on the way out, and google-adk 1.20's
-#: builder strips ADK's own ``adk-`` ids (`adk_pairing.wire.ADK_OWN_ID_PREFIX`).
+#: builder strips ADK's own ``adk-`` ids (`ADK_OWN_ID_PREFIX`).
 LITELLM_IDS = ("", f"{ADK_OWN_ID_PREFIX}5c1e", "c1__thought__c2ln")
 #: The second pool: a history draws each of these in with `SPECIAL_ID_CHANCE`.
 SPECIAL_IDS = (LONG_ID, LONG_REWRITTEN_ID, *FALLBACK_LOOKALIKES, *LITELLM_IDS)

@@ -16,21 +16,26 @@ import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing import is_synthetic
+from adk_pairing import builder_check, is_synthetic
 from adk_pairing.analysis import analyze, build_ledger
 from adk_pairing.builder_check import (
-    anthropic_holds,
-    pairing_holds,
-    unique_call_ids_on_the_wire,
+    rule_holds,
     view_never_worse,
 )
 from adk_pairing.builder_traits import NEWEST_BUILDER
 from adk_pairing.checks import (
-    _ids_merged_on_the_wire,
     anthropic_pairing_violations,
+    anthropic_request,
     anthropic_violations,
 )
 from adk_pairing.placeholders import PlaceholderTexts
+from adk_pairing.provider_rules import (
+    PROVIDER_RULES,
+    anthropic_pairing,
+    ids_merged_on_the_wire,
+    request_of_contents,
+    unique_tool_use_ids,
+)
 from adk_pairing.repair import Fallback, RepairedHistory, place_repairs, repair_history
 from adk_pairing.wire import IrregularShape
 from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
@@ -237,8 +242,22 @@ def _adk_requests(seed: int) -> Iterator[tuple[list[Event], list[types.Content]]
             yield history, contents
 
 
+def pairing_holds(contents: list[types.Content]) -> bool:
+    """Anthropic's pairing rule on `contents` as `wire` says the converter sends them."""
+    return not anthropic_pairing(request_of_contents(contents))
+
+
+def unique_call_ids_on_the_wire(contents: list[types.Content]) -> bool:
+    """Anthropic's unique ids on `contents` as `wire` says the converter sends them."""
+    return not unique_tool_use_ids(request_of_contents(contents))
+
+
+def anthropic_holds(contents: list[types.Content]) -> bool:
+    return rule_holds(PROVIDER_RULES["anthropic"], contents)
+
+
 def test_the_pairing_rule_agrees_with_the_check_on_adks_real_converter() -> None:
-    """`pairing_holds` on ADK's requests from stored histories and unchecked views."""
+    """The pairing rule on the contents, on ADK's requests from stored histories and views."""
     compared = failing = 0
     for history, contents in _adk_requests(seed=7):
         expected = not anthropic_pairing_violations(contents)
@@ -252,16 +271,21 @@ def test_the_id_rule_without_the_converter_agrees_with_adks_real_converter() -> 
     """What the check applies when ``anthropic`` is not installed, against ADK's converter.
 
     Less what only ADK's id sanitizer does (two distinct ids sent as one fallback,
-    `adk_pairing.checks._ids_merged_on_the_wire`): without the ``anthropic``
+    `adk_pairing.provider_rules.ids_merged_on_the_wire`): without the ``anthropic``
     package there is no such sanitizer on the wire.
     """
     compared = duplicated = 0
     for history, contents in _adk_requests(seed=11):
         violations = anthropic_violations(contents)
-        merged = _ids_merged_on_the_wire(contents)
+        request = anthropic_request(contents)
+        assert not isinstance(request, str)
+        merged = ids_merged_on_the_wire(request)
         fallback = pairing_holds(contents) and unique_call_ids_on_the_wire(contents)
         assert fallback == (not [v for v in violations if v not in merged]), describe(history)
         assert anthropic_holds(contents) == (not violations)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(builder_check, "anthropic_converter_installed", lambda: False)
+            assert anthropic_holds(contents) == fallback, describe(history)
         compared += 1
         duplicated += not unique_call_ids_on_the_wire(contents)
     assert compared > 600 and duplicated > 5  # both verdicts are exercised

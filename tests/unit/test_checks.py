@@ -24,7 +24,6 @@ from adk_pairing.checks import (
     openai_chat_message_violations,
     openai_chat_violations,
     request_violations,
-    satisfies_anthropic_pairing,
     strict_alternation_violations,
     to_openai_chat_messages,
 )
@@ -79,8 +78,8 @@ def test_anthropic_rejects_a_call_answered_by_plain_text() -> None:
     assert anthropic_violations(DANGLING) == [
         "message 1: tool_use ids ['c1'] were found without tool_result blocks immediately after"
     ]
-    assert not satisfies_anthropic_pairing(DANGLING)
-    assert satisfies_anthropic_pairing(ANSWERED)
+    assert anthropic_pairing_violations(DANGLING)
+    assert not anthropic_pairing_violations(ANSWERED)
 
 
 def test_anthropic_rejects_a_result_that_is_not_leading() -> None:

@@ -109,9 +109,14 @@ def test_demo_falls_back_to_gemini_rule_when_adks_anthropic_converter_cannot_imp
 
     import google.adk.models
 
+    from adk_pairing.adk_compat import anthropic_converter_installed
     from adk_pairing.cli import _demo
 
     monkeypatch.delattr(google.adk.models, "anthropic_llm", raising=False)
     monkeypatch.setitem(sys.modules, "google.adk.models.anthropic_llm", None)
-
-    assert _demo.request_rule() is _demo.GEMINI_RULE
+    anthropic_converter_installed.cache_clear()  # probed once per process
+    try:
+        assert _demo.request_rule() is _demo.GEMINI_RULE
+    finally:
+        monkeypatch.undo()
+        anthropic_converter_installed.cache_clear()

@@ -5,12 +5,15 @@ view, the request pass), passes call the core (the ledger, the repair, the
 placeholders, the checks against ADK's builder), the core calls the wire rules,
 and each returns: nothing below calls back up. Asserted twice: on the imports
 of every module of the package, and on the frames of a real append through
-the decorator (`test_an_append_calls_only_downward_through_the_layers`).
+the decorator (`test_an_append_calls_only_downward_through_the_layers`). Each wire rule is
+defined in ``wire.py`` alone, and each provider rule's function in
+``provider_rules.py`` alone, the one module that reads the providers' messages.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -32,6 +35,7 @@ PURE = (
     "ownership.py",
     "builder_check.py",
     "placeholders.py",
+    "provider_rules.py",
     "repair.py",
     "view.py",
     "wire.py",
@@ -71,6 +75,8 @@ LAYER_OF = {
     "ledger_reads": CORE,
     "ownership": CORE,
     "placeholders": CORE,
+    # The providers' rules, each once, and their registry.
+    "provider_rules": CORE,
     "repair": CORE,
     # The checks: the repair asks ADK's own builder whether a view is never worse.
     "builder_check": CORE,
@@ -260,6 +266,83 @@ def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
             restated += [f"{path.name}: {name}" for name in names if name.lstrip("_") in WIRE_RULES]
     assert not restated, restated
+
+
+def _provider_rule_functions() -> set[str]:
+    """Every rule function of `adk_pairing.provider_rules`: the registry's and their helpers."""
+    from adk_pairing import provider_rules
+
+    registered = {rule.violations.__name__ for rule in provider_rules.PROVIDER_RULES.values()}
+    public = {
+        name
+        for name in provider_rules.__all__
+        if inspect.isfunction(getattr(provider_rules, name))
+        and getattr(provider_rules, name).__module__ == provider_rules.__name__
+    }
+    return registered | public
+
+
+def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> None:
+    """No module defines a provider rule's function again, under its name, public or private.
+
+    The functions are the registry's (`provider_rules.PROVIDER_RULES`) and the
+    helpers it exports; every one must live in ``provider_rules.py``.
+    """
+    from adk_pairing import provider_rules
+
+    functions = _provider_rule_functions()
+    assert {"anthropic", "gemini", "openai_chat", "strict_alternation"} <= functions
+    for rule in provider_rules.PROVIDER_RULES.values():
+        assert rule.violations.__module__ == provider_rules.__name__, rule.name
+    bare = {name.lstrip("_") for name in functions}
+    defined_elsewhere: list[str] = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "provider_rules.py":
+            continue
+        defined_elsewhere += [
+            f"{path.name}: {node.name}"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name.lstrip("_") in bare
+        ]
+    assert not defined_elsewhere, defined_elsewhere
+
+
+#: The words of the providers' wire (block types, tool message fields): a module
+#: that reads them is reading a converter's messages, which only the rules do.
+_PROVIDER_WIRE_WORDS = frozenset({"tool_use", "tool_result", "tool_use_id", "tool_call_id"})
+
+
+def test_only_the_rules_module_reads_the_providers_messages() -> None:
+    """The logic of a rule, not only its name: no other module reads converted blocks,
+    pairs id-less calls by position (`wire.IdlessCalls`) or tests for a turn boundary.
+    """
+    found: list[str] = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name in ("provider_rules.py", "wire.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in _PROVIDER_WIRE_WORDS:
+                found.append(f"{path.name}:{node.lineno}: {node.value!r}")
+            if isinstance(node, ast.Name) and node.id == "IdlessCalls":
+                found.append(f"{path.name}:{node.lineno}: IdlessCalls")
+            # ``is_model and previous_is_model is False``: `starts_a_model_turn`'s test.
+            if (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Name)
+                and node.left.id.startswith("previous")
+                and any(isinstance(c, ast.Constant) and c.value is False for c in node.comparators)
+            ):
+                found.append(f"{path.name}:{node.lineno}: a turn boundary")
+    assert not found, found
+
+
+def test_a_restated_provider_rule_is_caught() -> None:
+    """The check can fail: a module defining `anthropic_pairing` (or `_answers_in_place`)."""
+    functions = {name.lstrip("_") for name in _provider_rule_functions()}
+    for spelling in ("def anthropic_pairing(request): ...", "def _answers_in_place(p, a): ..."):
+        [node] = ast.parse(spelling).body
+        assert isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in functions
 
 
 def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:

@@ -1,7 +1,7 @@
-"""The request pass (`adk_pairing.request_pass`): the four rules hold after it, nothing else moves.
+"""The request pass (`adk_pairing.request_pass`): its five rules hold after it, nothing else moves.
 
 The rules are checked here by `rule_violations`, written for these tests from
-the rules' statement (not the module's own `satisfies_pairing_rules`), and by
+the rules' statement (not the module's own scan), and by
 ADK's Anthropic converter through `adk_pairing.checks`. Hypothesis generates
 request contents, malformed ones included: any role, text and a call in one
 part, a call and a result in one part, results before any call, ids reused,
@@ -30,7 +30,6 @@ from adk_pairing.request_pass import (
     _repair_segments,
     _scan,
     repair_contents,
-    satisfies_pairing_rules,
 )
 from adk_pairing.wire import MODEL_ROLES, converter_sends_signed_thoughts, is_mixed
 
@@ -460,7 +459,8 @@ def test_every_generated_request_satisfies_all_four_rules_afterwards(
 ) -> None:
     repaired = repair_contents(contents, held_open_ids={"call_2"}, fill_missing_ids=fill)
     assert rule_violations(repaired.contents, ids_required=fill) == []
-    assert satisfies_pairing_rules(repaired.contents, fill_missing_ids=fill)
+    # Kept as it is: the module's own scan finds the guarantee kept.
+    assert repair_contents(repaired.contents, fill_missing_ids=fill).contents is repaired.contents
     if fill:
         assert anthropic_pairing_violations(repaired.contents) == []
 
@@ -541,7 +541,7 @@ def test_a_request_opening_with_the_models_calls_is_opened_by_the_note() -> None
     assert repaired.contents[0].parts[0].text == OPENING_NOTE_TEXT
     assert repaired.contents[1:] == contents  # the calls and their answers as they were
     assert [r.rule for r in repaired.repairs] == [ContentRule.OPENING_NOTE]
-    assert not satisfies_pairing_rules(contents)
+    assert repaired.contents is not contents
     assert not any(request_violations(repaired.contents).values())
     assert request_violations(contents)["strict_alternation"]
     again = repair_contents(repaired.contents)

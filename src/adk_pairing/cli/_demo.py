@@ -37,7 +37,6 @@ import tempfile
 import textwrap
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +48,15 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 from rich.console import Console
 
-from ..adk_compat import adk_drops_unanswered_calls, close_session_service
+from ..adk_compat import (
+    adk_drops_unanswered_calls,
+    anthropic_converter_installed,
+    close_session_service,
+)
 from ..analysis import analyze
-from ..checks import anthropic_pairing_violations, gemini_violations
+from ..checks import violations_of
 from ..placeholders import METADATA_KEY, placeholder_text
+from ..provider_rules import PROVIDER_RULES
 from ..service import PairingSessionService
 from ._common import CliError
 from ._demo_agent import (
@@ -77,29 +81,29 @@ STORE_MARKERS = (METADATA_KEY, "adk-pairing-")
 
 @dataclass(frozen=True)
 class RequestRule:
-    """The provider rule the demo checks requests with (see `request_rule`)."""
+    """The provider rule the demo checks requests with (see `request_rule`), as it shows it."""
 
+    #: Its name in `adk_pairing.provider_rules.PROVIDER_RULES`.
     id: str
     #: "<provider>'s pairing rule", for the checks' names.
     name: str
     #: What the provider does with a request that breaks the rule.
     rejects: str
-    violations: Callable[[list[types.Content]], list[str]]
     #: Shown under the verdict when a stronger rule needs an extra; empty otherwise.
     note: str = ""
 
+    def violations(self, contents: list[types.Content]) -> list[str]:
+        return violations_of(self.id, contents)
 
-ANTHROPIC_RULE = RequestRule(
-    "anthropic",
-    "Anthropic's pairing rule",
-    "Anthropic would reject",
-    anthropic_pairing_violations,
-)
-GEMINI_RULE = RequestRule(
+
+def _shown(rule_id: str, note: str = "") -> RequestRule:
+    provider = PROVIDER_RULES[rule_id].provider
+    return RequestRule(rule_id, f"{provider}'s pairing rule", f"{provider} would reject", note)
+
+
+ANTHROPIC_RULE = _shown("anthropic")
+GEMINI_RULE = _shown(
     "gemini",
-    "Gemini's pairing rule",
-    "Gemini would reject",
-    gemini_violations,
     note="Anthropic's rule (on ADK's Anthropic converter): pip install 'adk-pairing[anthropic]'",
 )
 
@@ -113,11 +117,7 @@ def request_rule() -> RequestRule:
     refuse a call the very next turn does not answer, which is what the demo
     shows.
     """
-    try:
-        from google.adk.models import anthropic_llm  # noqa: F401
-    except ImportError:
-        return GEMINI_RULE
-    return ANTHROPIC_RULE
+    return ANTHROPIC_RULE if anthropic_converter_installed() else GEMINI_RULE
 
 
 @dataclass

@@ -1,0 +1,704 @@
+"""The providers' rules for tool calls, each written once, over one normal form of a request.
+
+A function call and its result reach a provider as parts of neighbouring
+messages, and every strict provider checks their pairing in its own words.
+This module holds each such rule as one small function, and the one registry
+of them (`PROVIDER_RULES`). Everything that asks whether a request keeps a
+provider's rule asks here: `adk_pairing.checks` (on the messages ADK's real
+converters build), the view's check against ADK's builder
+(`adk_pairing.builder_check`), the request pass's detection and id planning
+(`adk_pairing.request_pass`) and the demo (``adk-pairing demo``).
+
+Pure: it reads ``google.genai`` contents, or the messages ADK's converters
+made of them, and returns violations; it imports no converter and does no
+I/O. Converting is `adk_pairing.checks`'s part.
+
+**The normal form** (`WireRequest`) is a request as ADK's Anthropic converter
+sends it: the turns in order, each a list of blocks (a call, a result, or
+anything else, `wire.Block`), empty turns left out; `WireRequest.turns` merges
+consecutive turns of one role, as the Messages API does. It is made from the
+converter's own messages (`request_of_anthropic_messages`) or, where the
+``anthropic`` package is not installed, from the contents, each part
+classified as the converter would send it (`request_of_contents`,
+`wire.anthropic_block`). Either way every call and result first gets an id
+of its own (`with_positional_ids`): an id the converter keeps stays, any
+other id is mapped one-to-one to a fresh one, each id-less call gets a fresh
+one, and an id-less result takes the id of the call it answers on the wire
+(`wire.IdlessCalls`: an unanswered id-less call of the model turn right
+before it, the same name first, else the oldest). So a verdict never rests
+on what a release's id sanitizer does to missing or refused ids.
+
+**The rules** (`PROVIDER_RULES`, in the order `adk_pairing.checks` reports them):
+
+* ``anthropic`` (`anthropic`): every ``tool_use`` of an assistant turn is
+  answered by a ``tool_result`` among the *leading* blocks of the very next
+  user turn, no ``tool_result`` answers a call outside the turn before it
+  (`anthropic_pairing`), ``tool_use`` ids are unique within the request
+  (`unique_tool_use_ids`), and no two distinct stored ids go out as one
+  ``tool_use`` id (`ids_merged_on_the_wire`: the converter's fallback for an
+  id it rewrites has a form it keeps).
+* ``openai_chat`` (`openai_chat`): every assistant message's ``tool_calls``
+  are covered by the tool messages right after it, no tool message answers
+  anything else, and no id is empty; on LiteLlm's chat messages.
+* ``gemini`` (`gemini`): a model content with N calls is followed by a
+  content holding exactly its N responses (by id when the call has one, else
+  by name), in call order; on the contents as they are.
+* ``strict_alternation`` (`strict_alternation`): no two consecutive turns of
+  one role, and the first is the user's (Bedrock Converse, the chat templates
+  of many open models); on the converter's turns before merging.
+
+**Adding a rule** is one function here, one `ProviderRule` in
+`PROVIDER_RULES`, and its tests (tests/unit/test_provider_rules.py, plus a
+row in tests/unit/test_checks.py for its verdict through the real converter).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from google.genai import types
+
+from .wire import (
+    ANTHROPIC_FALLBACK_PREFIX,
+    Block,
+    IdlessCalls,
+    anthropic_block,
+    anthropic_keeps_id,
+    is_mixed,
+    is_model_role,
+)
+
+__all__ = [
+    "PROVIDER_RULES",
+    "PositionalIds",
+    "ProviderRule",
+    "Reading",
+    "Turn",
+    "WireBlock",
+    "WireRequest",
+    "answers_in_place",
+    "anthropic",
+    "anthropic_pairing",
+    "call_ids_as_sent",
+    "field_of",
+    "gemini",
+    "ids_merged_on_the_wire",
+    "openai_chat",
+    "refused_when_paired_by_id",
+    "request_of_anthropic_messages",
+    "request_of_contents",
+    "starts_a_model_turn",
+    "strict_alternation",
+    "unique_tool_use_ids",
+    "with_positional_ids",
+]
+
+#: How the ids `with_positional_ids` hands out start; every converter keeps them.
+POSITIONAL_ID_PREFIX = "adkpairingcheck_"
+
+#: The roles of LiteLlm's tool messages.
+_TOOL_ROLES = ("tool", "tool_responses")
+
+
+def field_of(item: Any, name: str) -> Any:
+    """`name` of a converter's message or block, whether a dict or an object."""
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+# -- turns -----------------------------------------------------------------------
+
+
+def starts_a_model_turn(is_model: bool, previous_is_model: bool | None) -> bool:
+    """Whether a content starts a model turn: a model content right after a user-side one.
+
+    `previous_is_model` is None before the first content. The one turn
+    boundary every reader of a request uses: there the id-less calls of the
+    model turn before stop waiting for answers (`wire.IdlessCalls`), a segment
+    of the request pass begins, and a new run of model turns starts.
+    """
+    return is_model and previous_is_model is False
+
+
+# -- the normal form -------------------------------------------------------------
+
+
+class PositionalIds:
+    """Hands out ids no content of a request uses, and remembers what each stands for."""
+
+    def __init__(self, contents: Sequence[types.Content]) -> None:
+        self.taken = {
+            ident
+            for content in contents
+            for part in content.parts or ()
+            for ident in (
+                part.function_call.id if part.function_call else None,
+                part.function_response.id if part.function_response else None,
+            )
+            if ident
+        }
+        self.labels: dict[str, str] = {}
+        self._aliases: dict[str, str] = {}
+        self._next = 0
+
+    def fresh(self, label: str) -> str:
+        while f"{POSITIONAL_ID_PREFIX}{self._next}" in self.taken:
+            self._next += 1
+        ident = f"{POSITIONAL_ID_PREFIX}{self._next}"
+        self._next += 1
+        self.taken.add(ident)
+        self.labels[ident] = label
+        return ident
+
+    def alias(self, original: str) -> str:
+        """`original` itself when every converter keeps it, else its own fresh id."""
+        if anthropic_keeps_id(original) and not original.startswith(POSITIONAL_ID_PREFIX):
+            return original
+        if original not in self._aliases:
+            self._aliases[original] = self.fresh(original)
+        return self._aliases[original]
+
+    def label(self, ident: Any) -> Any:
+        """The stored id `ident` stands for, or ``<no id: name>`` for an id-less call."""
+        return self.labels.get(ident, ident)
+
+
+def with_positional_ids(
+    contents: Sequence[types.Content],
+) -> tuple[list[types.Content], PositionalIds]:
+    """Copies of `contents` whose sent calls and results carry ids every converter keeps.
+
+    Only parts the converter sends as a call or a result (`wire.anthropic_block`)
+    are given ids: a call it drops (beside text, say) waits for no answer.
+    """
+    ids = PositionalIds(contents)
+    idless = IdlessCalls()  # the id-less calls of the last model turn
+    previous_is_model: bool | None = None
+    rewritten: list[types.Content] = []
+    for content in contents:
+        is_model = is_model_role(content.role)
+        if starts_a_model_turn(is_model, previous_is_model):
+            idless.start_turn()
+        if content.parts:
+            previous_is_model = is_model
+        parts: list[types.Part] = []
+        for part in content.parts or ():
+            kind = anthropic_block(part)
+            if kind is Block.CALL:
+                call = part.function_call
+                assert call is not None
+                if call.id:
+                    new_id = ids.alias(call.id)
+                else:
+                    new_id = ids.fresh(f"<no id: {call.name}>")
+                    idless.open(call.name, new_id)
+                part = _carrying(part, "function_call", new_id)
+            elif kind is Block.RESULT:
+                response = part.function_response
+                assert response is not None
+                new_id = (
+                    ids.alias(response.id)
+                    if response.id
+                    else idless.answer(response.name) or ids.fresh(f"<no id: {response.name}>")
+                )
+                part = _carrying(part, "function_response", new_id)
+            parts.append(part)
+        rewritten.append(content.model_copy(update={"parts": parts}))
+    return rewritten, ids
+
+
+def _carrying(part: types.Part, field: str, new_id: str) -> types.Part:
+    """A copy of `part` whose call or result (`field`) carries `new_id`."""
+    named = getattr(part, field)
+    return part.model_copy(update={field: named.model_copy(update={"id": new_id})})
+
+
+class WireBlock(NamedTuple):
+    """One block of a turn as sent: a call, a result or anything else, with its id."""
+
+    kind: Block
+    #: The call's or the result's id (positional, `with_positional_ids`); "" for others.
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message as sent, or several of one role merged (`WireRequest.turns`)."""
+
+    is_model: bool
+    blocks: tuple[WireBlock, ...]
+
+    @property
+    def role(self) -> str:
+        return "assistant" if self.is_model else "user"
+
+
+def _no_sent_ids() -> Sequence[tuple[str | None, str]] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    """A request in the normal form the rules read (module docstring)."""
+
+    #: The turns as sent, each non-empty, consecutive ones of one role not merged.
+    messages: tuple[Turn, ...]
+    #: What each positional id stands for.
+    ids: PositionalIds
+    #: Reads each sent ``tool_use``'s (stored call id, id the converter sends), in
+    #: order; None when they cannot be matched (no converter, or one this module
+    #: does not know). Called once, when a rule first asks (`sent_ids`).
+    read_sent_ids: Callable[[], Sequence[tuple[str | None, str]] | None] = _no_sent_ids
+
+    @functools.cached_property
+    def turns(self) -> tuple[Turn, ...]:
+        """The turns with consecutive ones of one role merged, as the Messages API does."""
+        merged: list[Turn] = []
+        for turn in self.messages:
+            if merged and merged[-1].is_model == turn.is_model:
+                merged[-1] = Turn(turn.is_model, merged[-1].blocks + turn.blocks)
+            else:
+                merged.append(turn)
+        return tuple(merged)
+
+    @functools.cached_property
+    def sent_ids(self) -> Sequence[tuple[str | None, str]] | None:
+        return self.read_sent_ids()
+
+
+class Reading(enum.Enum):
+    """What a provider rule reads: what its provider receives.
+
+    ``ANTHROPIC_MESSAGES`` is a `WireRequest` of ADK's Anthropic converter's
+    messages (or, without the ``anthropic`` package, `request_of_contents`);
+    ``OPENAI_CHAT_MESSAGES`` the chat messages ADK's LiteLlm hands to
+    ``litellm.acompletion``; ``CONTENTS`` the request contents as they are
+    (Gemini receives them so).
+    """
+
+    ANTHROPIC_MESSAGES = "anthropic_messages"
+    OPENAI_CHAT_MESSAGES = "openai_chat_messages"
+    CONTENTS = "contents"
+
+
+def request_of_contents(contents: Sequence[types.Content]) -> WireRequest:
+    """`contents` in the normal form, each part as ADK's Anthropic converter would send it.
+
+    For where that converter is not installed: `wire.anthropic_block` is held
+    equal to it on every release (tests/unit/test_wire_rules.py). A user turn
+    of empty text alone still goes out (the converter sends ``"."``).
+    """
+    rewritten, ids = with_positional_ids(contents)
+    messages: list[Turn] = []
+    for content in rewritten:
+        is_model = is_model_role(content.role)
+        blocks: list[WireBlock] = []
+        empty_text = False
+        for part in content.parts or ():
+            kind = anthropic_block(part)
+            if kind is Block.DROPPED:
+                continue
+            if kind is Block.NOTHING:
+                empty_text = True
+                continue
+            key = ""
+            if kind is Block.CALL:
+                key = part.function_call.id or ""  # type: ignore[union-attr]
+            elif kind is Block.RESULT:
+                key = part.function_response.id or ""  # type: ignore[union-attr]
+            blocks.append(WireBlock(kind, key))
+        if not blocks and empty_text and not is_model:
+            blocks.append(WireBlock(Block.OTHER, ""))
+        if blocks:
+            messages.append(Turn(is_model, tuple(blocks)))
+    return WireRequest(tuple(messages), ids)
+
+
+_BLOCK_OF_TYPE = {"tool_use": Block.CALL, "tool_result": Block.RESULT}
+
+
+def request_of_anthropic_messages(
+    messages: Iterable[Mapping[str, Any]],
+    ids: PositionalIds,
+    read_sent_ids: Callable[[], Sequence[tuple[str | None, str]] | None] = _no_sent_ids,
+) -> WireRequest:
+    """The messages ADK's Anthropic converter built (of `with_positional_ids`), normalised."""
+    turns: list[Turn] = []
+    for message in messages:
+        blocks = []
+        for block in message["content"]:
+            kind = _BLOCK_OF_TYPE.get(field_of(block, "type"), Block.OTHER)
+            if kind is Block.CALL:
+                key = field_of(block, "id")
+            elif kind is Block.RESULT:
+                key = field_of(block, "tool_use_id")
+            else:
+                key = ""
+            blocks.append(WireBlock(kind, key))
+        if blocks:
+            turns.append(Turn(message["role"] == "assistant", tuple(blocks)))
+    return WireRequest(tuple(turns), ids, read_sent_ids)
+
+
+def call_ids_as_sent(
+    contents: Sequence[types.Content], messages: Iterable[Mapping[str, Any]]
+) -> list[tuple[str | None, str]] | None:
+    """Each sent call's stored id beside the ``tool_use`` id ADK's converter gave it.
+
+    `messages` are the converter's, of `contents` as stored. The ``tool_use``
+    blocks are matched to the parts sent as calls (`wire.anthropic_block`) by
+    order; None when the counts differ (a converter this module does not know).
+    """
+    sent = [
+        field_of(block, "id")
+        for message in messages
+        for block in message["content"]
+        if field_of(block, "type") == "tool_use"
+    ]
+    stored = [
+        part.function_call.id
+        for content in contents
+        for part in content.parts or ()
+        if part.function_call is not None and anthropic_block(part) is Block.CALL
+    ]
+    if len(sent) != len(stored):
+        return None
+    return list(zip(stored, sent, strict=True))
+
+
+# -- the rules -------------------------------------------------------------------
+
+
+def anthropic_pairing(request: WireRequest) -> list[str]:
+    """Each ``tool_use`` answered by a leading ``tool_result`` of the next turn, and no other."""
+    violations: list[str] = []
+    turns = request.turns
+    label = request.ids.label
+    for position, turn in enumerate(turns):
+        if turn.is_model:
+            calls = [block.key for block in turn.blocks if block.kind is Block.CALL]
+            if not calls:
+                continue
+            following = turns[position + 1] if position + 1 < len(turns) else None
+            leading: list[str] = []
+            if following is not None and not following.is_model:
+                for block in following.blocks:
+                    if block.kind is not Block.RESULT:
+                        break
+                    leading.append(block.key)
+            unanswered = [label(key) for key in calls if key not in leading]
+            if unanswered:
+                violations.append(
+                    f"message {position}: tool_use ids {unanswered} were found without "
+                    "tool_result blocks immediately after"
+                )
+            continue
+        previous = turns[position - 1] if position else None
+        allowed = (
+            {block.key for block in previous.blocks if block.kind is Block.CALL}
+            if previous is not None and previous.is_model
+            else set()
+        )
+        violations.extend(
+            f"message {position}: tool_result {label(block.key)!r} "
+            "has no tool_use in the previous message"
+            for block in turn.blocks
+            if block.kind is Block.RESULT and block.key not in allowed
+        )
+    return violations
+
+
+def unique_tool_use_ids(request: WireRequest) -> list[str]:
+    """No two ``tool_use`` blocks of the request share an id, whatever their turns' roles.
+
+    ADK's builder can merge a malformed event's calls into a user turn, and the
+    converter sends them as ``tool_use`` blocks there too.
+    """
+    uses = Counter(
+        block.key for turn in request.messages for block in turn.blocks if block.kind is Block.CALL
+    )
+    return [
+        f"tool_use id {request.ids.label(ident)!r} is used by {count} calls; ids must be unique"
+        for ident, count in uses.items()
+        if count > 1
+    ]
+
+
+def ids_merged_on_the_wire(request: WireRequest) -> list[str]:
+    """Distinct stored call ids that ADK's Anthropic converter sends as one ``tool_use`` id.
+
+    Its fallback for an id it rewrites has a form it keeps
+    (`wire.may_collide_with_a_fallback`), so a stored ``toolu_fallback_0`` and
+    a rewritten ``ïd 1`` can share it. The positional ids cannot show this;
+    the ids as sent (`WireRequest.sent_ids`) can, where a converter made them.
+    """
+    sent = request.sent_ids
+    if sent is None:
+        return []
+    owners: dict[str, set[str]] = {}
+    for original, on_the_wire in sent:
+        if original:
+            owners.setdefault(on_the_wire, set()).add(original)
+    return [
+        f"{len(originals)} distinct call ids are all sent as tool_use id {on_the_wire!r}; "
+        "ids must be unique"
+        for on_the_wire, originals in owners.items()
+        if len(originals) > 1
+    ]
+
+
+def anthropic(request: WireRequest) -> list[str]:
+    """Anthropic's whole rule: positional pairing and unique ``tool_use`` ids, as sent too."""
+    return [
+        *anthropic_pairing(request),
+        *unique_tool_use_ids(request),
+        *ids_merged_on_the_wire(request),
+    ]
+
+
+def strict_alternation(request: WireRequest) -> list[str]:
+    """Consecutive turns of one role (and a first turn that is not the user's).
+
+    Read on the turns before merging: the converter's have exactly the
+    user/assistant shape Bedrock Converse takes (tool results ride in the user
+    turn, empty turns are dropped).
+    """
+    messages = request.messages
+    violations: list[str] = []
+    if messages and messages[0].is_model:
+        violations.append(f"message 0: the conversation starts with {messages[0].role!r}")
+    violations.extend(
+        f"messages {position - 1} and {position}: two consecutive {turn.role!r} messages"
+        for position, turn in enumerate(messages)
+        if position and messages[position - 1].is_model == turn.is_model
+    )
+    return violations
+
+
+def openai_chat(messages: Sequence[Any]) -> list[str]:
+    """OpenAI's tool rule on chat messages (dicts or objects with ``role``, ``tool_calls``...)."""
+    violations: list[str] = []
+    position = 0
+    while position < len(messages):
+        message = messages[position]
+        role = field_of(message, "role")
+        if role in _TOOL_ROLES:
+            violations.append(
+                f"message {position}: tool message for {field_of(message, 'tool_call_id')!r} "
+                "follows no assistant message with tool_calls"
+            )
+            position += 1
+            continue
+        start = position
+        position += 1
+        tool_calls = field_of(message, "tool_calls") if role == "assistant" else None
+        if not tool_calls:
+            continue
+        call_ids = [field_of(call, "id") for call in tool_calls]
+        if any(not ident for ident in call_ids):
+            violations.append(f"message {start}: a tool_call has an empty id")
+        for ident, count in Counter(i for i in call_ids if i).items():
+            if count > 1:
+                violations.append(f"message {start}: tool_call id {ident!r} appears {count} times")
+        answered: list[Any] = []
+        while position < len(messages) and field_of(messages[position], "role") in _TOOL_ROLES:
+            tool_call_id = field_of(messages[position], "tool_call_id")
+            if not tool_call_id:
+                violations.append(f"message {position}: tool message with an empty tool_call_id")
+            elif tool_call_id not in call_ids:
+                violations.append(
+                    f"message {position}: tool message for {tool_call_id!r} answers no "
+                    f"tool_call of message {start}"
+                )
+            answered.append(tool_call_id)
+            position += 1
+        unanswered = [i for i in call_ids if i and i not in answered]
+        if unanswered:
+            violations.append(
+                f"message {start}: tool_calls {unanswered} are not followed by tool messages"
+            )
+    return violations
+
+
+def gemini(contents: Sequence[types.Content]) -> list[str]:
+    """Every model turn with N calls is followed by exactly its N responses, in call order.
+
+    In call order: without ids Gemini pairs same-name calls by position, and
+    Gemini fronts that pair by position refuse a permuted answer even with ids.
+    """
+    violations: list[str] = []
+    answered_by_previous = False
+    for position, content in enumerate(contents):
+        parts = content.parts or ()
+        calls = [p.function_call for p in parts if p.function_call is not None]
+        responses = [p.function_response for p in parts if p.function_response is not None]
+        if responses and not answered_by_previous:
+            violations.append(
+                f"content {position}: function responses "
+                f"{[(r.id, r.name) for r in responses]} follow no function call turn"
+            )
+        answered_by_previous = bool(calls)
+        if not calls:
+            continue
+        following = contents[position + 1] if position + 1 < len(contents) else None
+        following_parts = (following.parts or ()) if following is not None else ()
+        pending = [p.function_response for p in following_parts if p.function_response is not None]
+        unmatched: list[tuple[str | None, str | None]] = []
+        matched: list[types.FunctionResponse] = []
+        for call in calls:
+            match = next(
+                (
+                    r
+                    for r in pending
+                    if (r.id == call.id if call.id else r.name == call.name) and r.name == call.name
+                ),
+                None,
+            )
+            if match is None:
+                unmatched.append((call.id, call.name))
+            else:
+                matched.append(match)
+                pending.remove(match)
+        answered_in_content_order = [
+            p.function_response
+            for p in following_parts
+            if any(p.function_response is answer for answer in matched)
+        ]
+        if any(a is not b for a, b in zip(answered_in_content_order, matched, strict=True)):
+            violations.append(
+                f"content {position + 1}: function responses "
+                f"{[(r.id, r.name) for r in answered_in_content_order]} are not in the order "
+                f"of the calls of content {position}"
+            )
+        if unmatched:
+            violations.append(
+                f"content {position}: function calls {unmatched} have no response "
+                "in the next content"
+            )
+        if pending:
+            violations.append(
+                f"content {position + 1}: function responses "
+                f"{[(r.id, r.name) for r in pending]} answer no call of content {position}"
+            )
+    return violations
+
+
+# -- the request pass's per-turn and per-id tests --------------------------------
+
+
+def answers_in_place(parts: Sequence[types.Part], awaiting: Sequence[types.FunctionCall]) -> bool:
+    """Whether a user-side content's parts are the answers to `awaiting`, in order, then no more.
+
+    The request pass's test of one user turn (its guarantee, rules 1 and 2):
+    each call answered by the leading result in its position, under its name,
+    by its id (or id-less for an id-less call), each result whole (not
+    `wire.is_mixed`); no call, and no other result, after them. It implies
+    the ``anthropic`` and ``gemini`` rules for that turn.
+    """
+    expected = len(awaiting)
+    if len(parts) < expected:
+        return False
+    position = -1
+    for part in parts:
+        position += 1
+        if part.function_call is not None:
+            return False
+        response = part.function_response
+        if position >= expected:
+            if response is not None:
+                return False
+            continue
+        if response is None or is_mixed(part):
+            return False
+        call = awaiting[position]
+        if (response.name or "") != (call.name or ""):
+            return False
+        if call.id:
+            if response.id != call.id:
+                return False
+        elif response.id:
+            return False
+    return True
+
+
+# -- the registry ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRule:
+    """One provider's rule for tool calls, and what it applies to."""
+
+    name: str
+    #: Who refuses a request that breaks it, as a reader would name it.
+    provider: str
+    #: The models whose requests it applies to.
+    models: str
+    reads: Reading
+    #: The rule: every way the request, as `reads` says, breaks it; empty when kept.
+    violations: Callable[[Any], list[str]]
+    #: When the model pairs calls by id (`wire.pairs_calls_by_id`): whether the
+    #: provider cannot take a call without an id, and the starts of ids it cannot
+    #: keep apart from ids of its own. The request pass gives such calls ids of
+    #: their own (`refused_when_paired_by_id`).
+    refuses_missing_ids: bool = False
+    refuses_id_prefixes: tuple[str, ...] = ()
+    #: Whether the view's check holds a view to it (`adk_pairing.builder_check`).
+    #: Strict alternation is not: a placeholder is a turn of its own before the
+    #: user's next text, which the request pass merges.
+    view_checked: bool = True
+
+
+#: Every provider rule, by name, in the order the checks report them.
+PROVIDER_RULES: Mapping[str, ProviderRule] = {
+    rule.name: rule
+    for rule in (
+        ProviderRule(
+            "anthropic",
+            "Anthropic",
+            "AnthropicLlm, and Claude through LiteLlm",
+            Reading.ANTHROPIC_MESSAGES,
+            anthropic,
+            # Before 2.10 every id-less call shares one fallback id, and an id of
+            # the fallbacks' form may be sent for another call whose id is rewritten.
+            refuses_missing_ids=True,
+            refuses_id_prefixes=(ANTHROPIC_FALLBACK_PREFIX,),
+        ),
+        ProviderRule(
+            "openai_chat",
+            "OpenAI",
+            "LiteLlm (every OpenAI-compatible API)",
+            Reading.OPENAI_CHAT_MESSAGES,
+            openai_chat,
+            # LiteLlm sends an id-less call as "", which no OpenAI-compatible API pairs.
+            refuses_missing_ids=True,
+        ),
+        ProviderRule("gemini", "Gemini", "Gemini", Reading.CONTENTS, gemini),
+        ProviderRule(
+            "strict_alternation",
+            "Bedrock Converse",
+            "Bedrock, and open models whose chat template wants alternating roles",
+            Reading.ANTHROPIC_MESSAGES,
+            strict_alternation,
+            view_checked=False,
+        ),
+    )
+}
+
+_REFUSES_MISSING_IDS = any(rule.refuses_missing_ids for rule in PROVIDER_RULES.values())
+_REFUSED_ID_PREFIXES = tuple(
+    prefix for rule in PROVIDER_RULES.values() for prefix in rule.refuses_id_prefixes
+)
+
+
+def refused_when_paired_by_id(call_id: str | None) -> bool:
+    """Whether a provider that pairs calls by id cannot take `call_id` (`ProviderRule`).
+
+    Folded from the registry once: the request pass asks it of every call.
+    """
+    if not call_id:
+        return _REFUSES_MISSING_IDS
+    return call_id.startswith(_REFUSED_ID_PREFIXES)
