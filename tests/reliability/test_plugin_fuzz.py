@@ -25,6 +25,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
 from google.adk.events.event import Event
 
 from adk_pairing import repaired_events
@@ -68,6 +69,7 @@ def _check(events: list[Event], setup: str) -> list[str]:
     return found
 
 
+@pytest.mark.every_release
 def test_the_plugin_never_makes_a_request_worse_and_loses_no_call(
     figures: Callable[[str], None],
 ) -> None:
