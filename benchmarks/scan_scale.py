@@ -1,4 +1,4 @@
-"""`adk-pairing scan` at store scale: the default mode, --strict and the get_session loop.
+"""`adk-pairing scan` at store scale: issue 25's ratios, and the default mode, --strict, the loop.
 
 Usage:
 
@@ -53,7 +53,7 @@ from adk_pairing.adk_compat import close_session_service
 from adk_pairing.cli._direct import JSONB_CALL_PATHS
 from adk_pairing.cli._fast import CALL_MARKERS
 
-PARTS = ("postgres", "database", "sqlite", "scale")
+PARTS = ("issue", "million", "postgres", "database", "sqlite", "scale")
 
 
 @dataclass
@@ -196,15 +196,18 @@ async def seeded_sessions(database: str, app: str) -> int | None:
         await connection.close()
 
 
-def seed_args(database: str, app: str, sessions: int, events: int) -> argparse.Namespace:
+def seed_args(
+    database: str, app: str, sessions: int, events: int, broken_percent: float = 7.0
+) -> argparse.Namespace:
+    missing_every, pending_every = seed_scan.every_for(broken_percent)
     return argparse.Namespace(
         db=database,
         app=app,
         sessions=sessions,
         events=events,
         users=100,
-        missing_every=20,
-        pending_every=50,
+        missing_every=missing_every,
+        pending_every=pending_every,
     )
 
 
@@ -280,6 +283,125 @@ def seed_sqlite(kind: str, path: Path, app: str, sessions: int, events: int) -> 
     return _copy_in_sqlite(path, app, sessions)
 
 
+# -- issue 25's form: whole processes, start-up included ---------------------------
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f}/{five:.1f}/{fifteen:.1f}"
+
+
+def issue_form(
+    database: str, app: str, sessions: int, events: int, percent: float, reuse: bool
+) -> dict[str, Any]:
+    """The scan against the get_session loop at one broken share, both in this run.
+
+    Each is the whole console-script process (start-up included); the floor
+    is one raw asyncpg read of the rows the scan keeps (session keys and the
+    rows naming a call, a result or a rewind). Load average (1/5/15 min) is
+    printed before each process: the machine is shared.
+    """
+    expected = asyncio.run(
+        seed_postgres(seed_args(database, app, sessions, events, percent), reuse)
+    )
+    url = seed_scan.adk_url(database)
+    loads = {"floor": load()}
+    floor = asyncio.run(pg_floor(database, app))["filtered"]
+    loads["scan"] = load()
+    scan = run_scan("scan", url, app)
+    check_counts(scan, expected)
+    loads["loop"] = load()
+    loop = run_scan("get_session loop", url, app, "--reader", "get-session")
+    check_counts(loop, expected)
+    loads["end"] = load()
+    broken = expected["missing_sessions"] + expected["pending_sessions"]
+    figures = {
+        "sessions": expected["sessions"],
+        "events": events,
+        "broken_percent": 100 * broken / expected["sessions"],
+        "floor_seconds": floor,
+        "runs": {
+            r.label: {k: v for k, v in asdict(r).items() if k != "report"} for r in (scan, loop)
+        },
+        "wall_ratio": ratio(loop.wall, scan.wall),
+        "cpu_ratio": ratio(loop.cpu, scan.cpu),
+        "scanning_vs_floor": ratio(scan.scanning, floor),
+        "wall_vs_floor": ratio(scan.wall, floor),
+        "load_average": loads,
+    }
+    print(
+        f"\nPostgreSQL {expected['sessions']:,} x {events}, {figures['broken_percent']:.1f}% "
+        f"broken ({broken:,} sessions); floor {floor:.2f} s",
+        flush=True,
+    )
+    for run in (scan, loop):
+        print(
+            f"  {run.label:16} wall {run.wall:8.2f} s  scanning {run.scanning:8.2f} s  "
+            f"CPU {run.cpu:8.2f} s  peak RSS {run.peak_rss_mb:6.1f} MB",
+            flush=True,
+        )
+    print(
+        f"  scan vs loop: {figures['wall_ratio']:.1f}x wall, {figures['cpu_ratio']:.1f}x CPU; "
+        f"scan = {figures['scanning_vs_floor']:.2f}x the floor scanning "
+        f"({figures['wall_vs_floor']:.2f}x with start-up); load average {loads}",
+        flush=True,
+    )
+    return figures
+
+
+def million_store(
+    database: str, app: str, sessions: int, events: int, percent: float, sample: int,
+    reuse: bool, full_loop: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """The scan of a store of `sessions` measured; the loop measured or projected.
+
+    Unless `full_loop`, the loop is projected from two processes of the same
+    run: one reading shard 0/`sample` of the store (every session listed, a
+    `sample`-th read) and one listing only (``--since`` in the future: the
+    same listing, nothing read); projected = listing + `sample` x (shard -
+    listing), for wall time and CPU alike.
+    """
+    expected = asyncio.run(
+        seed_postgres(seed_args(database, app, sessions, events, percent), reuse)
+    )
+    url = seed_scan.adk_url(database)
+    loads = {"scan": load()}
+    scan = run_scan("scan", url, app)
+    check_counts(scan, expected)
+    figures: dict[str, Any] = {"sessions": expected["sessions"], "events": events}
+    figures["scan"] = {k: v for k, v in asdict(scan).items() if k != "report"}
+    loads["loop"] = load()
+    loop_flag = ("--reader", "get-session")
+    if full_loop:
+        loop = run_scan("get_session loop", url, app, *loop_flag)
+        check_counts(loop, expected)
+        loop_wall, loop_cpu, how = loop.wall, loop.cpu, "measured"
+    else:
+        shard = run_scan("loop, one shard", url, app, *loop_flag, "--shard", f"0/{sample}")
+        listing = run_scan("loop, listing only", url, app, *loop_flag, "--since", "2100-01-01")
+        loop_wall = listing.wall + sample * (shard.wall - listing.wall)
+        loop_cpu = listing.cpu + sample * (shard.cpu - listing.cpu)
+        how = f"projected from shard 0/{sample} ({shard.sessions:,} sessions)"
+        figures["loop_sample"] = {
+            r.label: {k: v for k, v in asdict(r).items() if k != "report"} for r in (shard, listing)
+        }
+    loads["end"] = load()
+    figures.update(
+        loop_wall=loop_wall, loop_cpu=loop_cpu, loop_how=how, load_average=loads,
+        wall_ratio=ratio(loop_wall, scan.wall), cpu_ratio=ratio(loop_cpu, scan.cpu),
+    )  # fmt: skip
+    print(
+        f"\nPostgreSQL {expected['sessions']:,} x {events}: scan wall {scan.wall:.1f} s, "
+        f"scanning {scan.scanning:.1f} s, CPU {scan.cpu:.1f} s, peak RSS "
+        f"{scan.peak_rss_mb:.0f} MB ({scan.sessions / scan.scanning:,.0f} sessions/s); "
+        f"get_session loop {how}: wall {loop_wall:.0f} s, CPU {loop_cpu:.0f} s; "
+        f"{figures['wall_ratio']:.1f}x wall, {figures['cpu_ratio']:.1f}x CPU; "
+        f"load average {loads}",
+        flush=True,
+    )
+    return figures
+
+
 # -- the run ----------------------------------------------------------------------
 
 
@@ -338,6 +460,20 @@ def main() -> None:
     parser.add_argument("--sqlite-sessions", type=int, default=2_000)
     parser.add_argument("--big-sessions", type=int, default=100_000)
     parser.add_argument("--big-events", type=int, default=10)
+    parser.add_argument("--issue-sessions", type=int, default=100_000)
+    parser.add_argument("--issue-events", type=int, default=20)
+    parser.add_argument(
+        "--broken-percent", type=float, nargs="+", default=[1.0, 7.0],
+        help="issue 25's shares of broken sessions, one database and one comparison each",
+    )  # fmt: skip
+    parser.add_argument("--million-sessions", type=int, default=1_000_000)
+    parser.add_argument("--million-events", type=int, default=10)
+    parser.add_argument("--million-broken-percent", type=float, default=1.0)
+    parser.add_argument(
+        "--million-sample", type=int, default=100,
+        help="project the loop at --million-sessions from shard 0/N of it",
+    )  # fmt: skip
+    parser.add_argument("--million-full-loop", action="store_true", help="measure, not project")
     parser.add_argument("--reuse", action="store_true", help="keep a database already seeded")
     parser.add_argument("--keep", action="store_true", help="do not drop the databases")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
@@ -350,8 +486,24 @@ def main() -> None:
     )
     args = parser.parse_args()
     big_db = f"{args.db}_big"
+    share_dbs = {p: f"{args.db}_p{p:g}".replace(".", "_") for p in args.broken_percent}
+    million_db = f"{args.db}_million"
     figures: dict[str, Any] = {}
     try:
+        if "issue" in args.only:
+            figures["issue"] = {
+                f"{percent:g}%": issue_form(
+                    share_dbs[percent], args.app, args.issue_sessions, args.issue_events,
+                    percent, args.reuse,
+                )
+                for percent in args.broken_percent
+            }  # fmt: skip
+        if "million" in args.only:
+            figures["million"] = million_store(
+                million_db, args.app, args.million_sessions, args.million_events,
+                args.million_broken_percent, args.million_sample, args.reuse,
+                args.million_full_loop,
+            )  # fmt: skip
         if "postgres" in args.only or "scale" in args.only:
             main_seed = seed_args(args.db, args.app, args.sessions, args.events)
             expected = asyncio.run(seed_postgres(main_seed, args.reuse))
@@ -416,7 +568,7 @@ def main() -> None:
         )
     finally:
         if not args.keep:
-            for database in (args.db, big_db):
+            for database in (args.db, big_db, million_db, *share_dbs.values()):
                 asyncio.run(drop_database(database))
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2))

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import datetime
 import json
 import resource
@@ -48,6 +47,15 @@ from google.genai import types
 
 from adk_pairing import analyze
 from adk_pairing.adk_compat import close_session_service
+from adk_pairing.cli._fast import parse_json
+
+try:
+    import orjson
+
+    def dump_json(data: Any) -> str:
+        return orjson.dumps(data).decode()
+except ImportError:  # pragma: no cover - litellm brings orjson
+    dump_json = json.dumps
 
 HOST, PORT, USER = "127.0.0.1", 5432, "postgres"
 BATCH_SESSIONS = 500
@@ -202,13 +210,13 @@ async def copy_sessions(
             invocations: dict[str, str] = {}
             last_time = now
             for row in templates[ending]:
-                data = json.loads(row["event_data"])
+                data = parse_json(row["event_data"])
                 for part in (data.get("content") or {}).get("parts") or []:
                     for key in ("function_call", "function_response"):
                         if key in part and part[key].get("id"):
                             old = part[key]["id"]
                             mapping.setdefault(old, f"{old}-{uuid.uuid4().hex[:8]}")
-                data = _rewrite_ids(copy.deepcopy(data), mapping)
+                data = _rewrite_ids(data, mapping)  # a fresh parse: nothing shared
                 event_id = str(uuid.uuid4())
                 invocation = invocations.setdefault(row["invocation_id"], f"e-{uuid.uuid4()}")
                 stamp = row["timestamp"] + shift
@@ -216,7 +224,7 @@ async def copy_sessions(
                 data["invocation_id"] = invocation
                 data["timestamp"] = stamp.replace(tzinfo=datetime.UTC).timestamp()
                 event_rows.append(
-                    (event_id, app, user_id, session_id, invocation, stamp, json.dumps(data))
+                    (event_id, app, user_id, session_id, invocation, stamp, dump_json(data))
                 )
                 last_time = stamp
             session_rows.append((app, user_id, session_id, "{}", now, last_time))
@@ -393,6 +401,16 @@ def compare_readers(args: argparse.Namespace, expected: dict[str, int], rounds: 
     )
 
 
+def every_for(broken_percent: float) -> tuple[int, int]:
+    """(missing_every, pending_every) giving `broken_percent` broken sessions, 5:2.
+
+    7 % is every 20th missing and every 50th pending; 1 % every 140th and
+    every 350th. The two never coincide while one is even and the other's
+    offset odd, so the shares add up.
+    """
+    return round(140 / broken_percent), round(350 / broken_percent)
+
+
 async def seed(args: argparse.Namespace) -> dict[str, int]:
     started = time.perf_counter()
     await recreate_database(args.db)
@@ -437,6 +455,11 @@ def main() -> None:
     parser.add_argument("--missing-every", type=int, default=20)
     parser.add_argument("--pending-every", type=int, default=50)
     parser.add_argument(
+        "--broken-percent",
+        type=float,
+        help="share of broken sessions (5/7 missing, 2/7 pending); sets the two --*-every",
+    )
+    parser.add_argument(
         "--time-scan",
         metavar="CONCURRENCY",
         nargs="*",
@@ -459,6 +482,8 @@ def main() -> None:
         help="time `scan --reader direct` against `--reader get-session`, interleaved",
     )
     args = parser.parse_args()
+    if args.broken_percent is not None:
+        args.missing_every, args.pending_every = every_for(args.broken_percent)
     if args.events < 5 or args.sessions < 3:
         parser.error("need at least 5 events and 3 sessions")
     expected = asyncio.run(expected_counts(args) if args.no_seed else seed(args))

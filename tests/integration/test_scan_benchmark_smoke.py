@@ -64,7 +64,9 @@ def test_scan_benchmark_reports_every_ratio_and_drops_its_databases(tmp_path: Pa
     done = subprocess.run(
         [sys.executable, "benchmarks/scan_scale.py", "--db", database,
          "--sessions", "30", "--events", "6", "--sqlite-sessions", "20",
-         "--big-sessions", "45", "--big-events", "5", "--json", str(out)],
+         "--big-sessions", "45", "--big-events", "5", "--issue-sessions", "40",
+         "--issue-events", "6", "--million-sessions", "50", "--million-events", "5",
+         "--million-sample", "3", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     leftovers = asyncio.run(_databases_like(database))
@@ -85,3 +87,13 @@ def test_scan_benchmark_reports_every_ratio_and_drops_its_databases(tmp_path: Pa
     assert _finite_positive(scale["projected_million_seconds"])
     assert math.isfinite(scale["projected_million_rss_mb"])
     assert "projection for 1,000,000 sessions" in done.stdout
+    # Issue 25's form: one comparison per broken share, and the large store.
+    assert set(figures["issue"]) == {"1%", "7%"}
+    for share in figures["issue"].values():
+        assert share["sessions"] == 40
+        for name in ("wall_ratio", "cpu_ratio", "scanning_vs_floor", "wall_vs_floor"):
+            assert _finite_positive(share[name]), (name, share[name])
+        assert set(share["load_average"]) == {"floor", "scan", "loop", "end"}
+    large = figures["million"]
+    assert large["sessions"] == 50 and large["loop_how"].startswith("projected from shard 0/3")
+    assert _finite_positive(large["wall_ratio"]) and _finite_positive(large["cpu_ratio"])

@@ -412,8 +412,8 @@ def _unreadable(report: dict[str, Any]) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize(
     "mode",
-    [[], ["--concurrency", "1"], ["--strict"]],
-    ids=["fast", "fast-one-query-at-a-time", "strict"],
+    [[], ["--concurrency", "1"], ["--strict"], ["--strict", "--concurrency", "1"]],
+    ids=["fast", "fast-one-query-at-a-time", "strict", "strict-one-query-at-a-time"],
 )
 def test_direct_and_get_session_readers_agree_on_every_count(
     seeded: Seeded, mode: list[str]

@@ -51,3 +51,19 @@ async def test_an_error_of_the_source_reaches_the_caller_after_the_items_before_
         async for n in prefetched(failing()):
             got.append(n)
     assert got == [1]
+
+
+async def test_concurrency_one_fetches_nothing_ahead_and_two_fetches_one_page_ahead() -> None:
+    from adk_pairing.cli._direct.base import read_ahead
+
+    for concurrency, ahead in ((1, [0]), (2, [0, 1, 2]), (8, [0, 1, 2])):
+        started: list[int] = []
+        closed: list[bool] = []
+        reader = read_ahead(_numbers(100, started, closed), concurrency)
+        assert await anext(reader) == 0
+        for _ in range(20):
+            await asyncio.sleep(0)
+        # With 1 the caller's page is the only one fetched; with more, one ahead at most.
+        assert started == ahead, concurrency
+        await reader.aclose()
+        assert closed == [True]

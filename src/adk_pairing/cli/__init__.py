@@ -193,7 +193,13 @@ def scan(
     ] = "auto",
     concurrency: Annotated[
         int,
-        typer.Option("--concurrency", metavar="N", min=1, help="get_session reads at once."),
+        typer.Option(
+            "--concurrency",
+            metavar="N",
+            min=1,
+            help="Queries in flight at most: get_session reads at once; direct reads fetch "
+            "one batch ahead when N >= 2.",
+        ),
     ] = 8,
     batch_size: Annotated[
         int,

@@ -57,7 +57,8 @@ from rich.text import Text
 
 from ..analysis import CallStatus, analyze
 from ._common import CliError, explain, human_age, no_adk_tables_message, print_table, short
-from ._direct import (
+from ._direct import direct_reader
+from ._direct.base import (
     DEFAULT_BATCH_SIZE,
     ClearedSession,
     DirectReader,
@@ -69,7 +70,6 @@ from ._direct import (
     UnreadableSession,
     Unsupported,
     Window,
-    direct_reader,
 )
 from ._stop import StopRequest
 from ._store import OpenedStore, list_sessions_requires_user
