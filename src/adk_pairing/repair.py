@@ -90,7 +90,7 @@ def repair_history(
     if not repaired.slots:
         return repaired
     out_of_order = any(slot.anchor is None for slot in repaired.slots.values())
-    if not (ledger.irregular or out_of_order or _before_trailing_results(events, repaired.slots)):
+    if not (ledger.irregular or out_of_order):
         return repaired
     stored_verdicts: StoredVerdicts = {}
     if view_never_worse(events, repaired.events, stored_verdicts=stored_verdicts):
@@ -100,24 +100,6 @@ def repair_history(
     served_as_stored = tuple(index for index in repaired.slots if index not in kept)
     # Rendered last, so each kept slot holds the synthetic event served.
     return RepairedHistory(_render(events, kept), kept, fallback, served_as_stored)
-
-
-def _before_trailing_results(events: Sequence[Event], slots: Mapping[int, RepairedSlot]) -> bool:
-    """Whether a synthetic event would sit before a last event that holds results.
-
-    ADK's latest-response rearranger takes a trailing result event right after
-    its call event as the plain case and otherwise walks back to the calls it
-    answers; the oldest supported releases raise when that walk meets results
-    of calls from several events. A synthetic event before the trailing one can
-    turn the plain case into the walk, so such a view is checked with ADK's
-    builder like an irregular one.
-    """
-    if not events or not events[-1].get_function_responses():
-        return False
-    last = len(events) - 1
-    return any(
-        (slot.anchor if slot.anchor is not None else index) < last for index, slot in slots.items()
-    )
 
 
 def _provable_slots(

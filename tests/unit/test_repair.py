@@ -61,24 +61,6 @@ def test_a_placeholder_carries_its_calls_id_exactly_as_stored() -> None:
     build_request_contents(repaired_events(events))  # raises on 2.9.2 with None for ""
 
 
-def test_a_view_ending_in_results_of_two_call_events_builds_where_the_stored_one_does() -> None:
-    """The fuzz's 1-in-10,000 shape: placeholders before a trailing result event.
-
-    google-adk 1.20's rearranger takes a result event right after its call event
-    as the plain case; a synthetic event in between sends it walking back, and it
-    raises on results of calls from two events. The view is checked with ADK's
-    builder there, and serves such call events as stored if it must.
-    """
-    events = [
-        user_text(),
-        model_event([call("c2"), call("c9")]),
-        model_event([call("c1"), call("", "fetch")]),
-        response_event([response("c9"), response("", "fetch")]),
-    ]
-    build_request_contents(events)
-    build_request_contents(repaired_events(events))
-
-
 def test_placeholders_follow_the_later_result_of_an_earlier_call_of_their_event() -> None:
     """ADK merges a call event's result events in history order: [c1's result, placeholders]."""
     call_event = model_event([call("c1"), call("c2", "other"), call("c3")])
