@@ -31,7 +31,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from pydantic import BaseModel
 
-from .adk_compat import adk_reads_error_code_of_responses
+from .adk import adk_reads_error_code_of_responses
 from .analysis import CallStatus, TrackedCall
 
 METADATA_KEY = "adk_pairing"

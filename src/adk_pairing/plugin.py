@@ -6,11 +6,10 @@ for this request, has them repaired, assigns the result to
 session or any event.
 
 Where it runs: ``before_model_callback`` exists with the same keyword
-signature on every google-adk release we support (1.20.0 to 2.13.0,
-``plugins/base_plugin.py:233``). ADK calls the plugins' callbacks after its
-request processors have built ``llm_request.contents`` and before the agent's
-own ``before_model_callback`` (2.13.0 ``flows/llm_flows/core/_finalizer.py:151``;
-``base_llm_flow.py`` on older releases), so an agent callback that edits the
+signature on every google-adk release we support (1.20.0 to 2.13.0). ADK calls
+the plugins' callbacks after its request processors have built
+``llm_request.contents`` and before the agent's own ``before_model_callback``
+(docs/compatibility.md says where), so an agent callback that edits the
 contents afterwards is not covered.
 
 What it reads from the callback context:
@@ -21,8 +20,7 @@ What it reads from the callback context:
 * whether the model pairs calls with results by id (AnthropicLlm, LiteLlm,
   OpenAIResponsesLlm, looked up as ADK 2.12's ``_is_id_pairing_model`` does,
   without importing a provider): only then are id-less calls given ids. For
-  Gemini ADK strips its own ``adk-`` ids from the request on purpose
-  (``flows/llm_flows/context/_contents.py:398`` in 2.13.0);
+  Gemini ADK strips its own ``adk-`` ids from the request on purpose;
 * the placeholder texts of the `PairingSessionService` the runner uses, when
   the plugin was not given texts of its own, so the view and the request pass
   say the same thing whatever configured them (constructor, config file,

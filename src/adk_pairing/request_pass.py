@@ -89,8 +89,8 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 from google.genai import types
 
+from .adk.builder import NEWEST_BUILDER
 from .analysis import CallStatus, PairingLedger, TrackedCall
-from .builder_traits import NEWEST_BUILDER
 from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
 from .provider_rules import answers_in_place, refused_when_paired_by_id, starts_a_model_turn
 from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call

@@ -20,8 +20,8 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
   the next full read returns.
 * A failed append leaves no phantom: ADK's base ``append_event`` puts the event
   into the session object before a store such as ``RedisSessionService``
-  writes it (``integrations/redis/_redis_session_service.py:349`` in 2.13), so
-  when the write raises, the inner session holds an event the store does not.
+  writes it, so when the write raises, the inner session holds an event the
+  store does not.
   The decorator takes it out again and leaves the view as it was, so the view
   never shows it and the next append starts from what the store holds.
 * Reads and appends of a SQLite-backed store (``DatabaseSessionService`` over
@@ -29,8 +29,8 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
   cancellation. Cancelled while it awaits a query, a read or an append of
   ``DatabaseSessionService`` leaves the database locked until the cyclic
   garbage collector runs (the statement still runs in aiosqlite's thread;
-  SQLAlchemy closes the connection without closing the cursor,
-  ``engine/base.py:2334`` in 2.1.9; see benchmarks/RESULTS.md), and every
+  SQLAlchemy closes the connection without closing the cursor; see
+  benchmarks/RESULTS.md and docs/compatibility.md), and every
   later write fails with "database is locked". Shielded, the caller still
   gets ``CancelledError`` at once; the call finishes in the background,
   closing its cursor. For a read that costs no database work that was not
@@ -62,7 +62,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .adk_compat import adk_drops_unanswered_calls, close_session_service
+from .adk import adk_drops_unanswered_calls, close_session_service, is_sqlite_backed
 from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
@@ -167,7 +167,7 @@ class PairingSessionService(BaseSessionService):
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
-        self._shield_calls = _cancelled_calls_lock_the_store(inner)
+        self._shield_calls = is_sqlite_backed(inner)
         # Shielded calls run on when their caller is cancelled; kept here so
         # the event loop does not drop them and `close` can wait for them.
         self._calls_in_flight: set[asyncio.Future[Any]] = set()
@@ -276,7 +276,7 @@ class PairingSessionService(BaseSessionService):
         cancelled, so none is left running against a closed engine and no
         event whose append started is lost. google-adk 1.20's
         ``DatabaseSessionService`` has no ``close``; its ``db_engine`` is
-        disposed instead (see `adk_pairing.adk_compat`).
+        disposed instead (`adk_pairing.adk.close_session_service`).
         """
         while self._calls_in_flight:
             # A call that fails was logged already (`_report_abandoned`).
@@ -537,22 +537,6 @@ def _report_abandoned(call: asyncio.Future[Any], writes_to: SessionKey | None) -
             *writes_to,
             exc_info=error,
         )
-
-
-def _cancelled_calls_lock_the_store(inner: BaseSessionService) -> bool:
-    """Whether `inner` keeps SQLite in aiosqlite's thread (see the module docstring).
-
-    ADK's `DatabaseSessionService` on a SQLite engine, or its
-    `SqliteSessionService` (subclasses included): the stores whose reads and
-    appends are shielded from cancellation.
-    """
-    names = {cls.__name__ for cls in type(inner).__mro__}
-    if "SqliteSessionService" in names:
-        return True
-    if "DatabaseSessionService" not in names:
-        return False
-    dialect = getattr(getattr(inner, "db_engine", None), "dialect", None)
-    return getattr(dialect, "name", None) == "sqlite"
 
 
 def _cache_key(session: Session) -> SessionKey:

@@ -10,17 +10,15 @@ returned. The rules it keeps:
 * A view remembers the inner service's own session object (`ViewState.inner`)
   and every append goes to the inner service with that object, never with the
   view. ADK's stores append to the session object they are given
-  (``BaseSessionService.append_event`` ends in ``session.events.append``,
-  ``sessions/base_session_service.py:185`` in 2.13) and check it against their revision
-  markers (``DatabaseSessionService.append_event`` compares
-  ``_storage_update_marker``, ``sessions/database_session_service.py:978`` in
-  2.13): given the view they would persist synthetic events and compare the
-  wrong marker.
+  (``BaseSessionService.append_event`` ends in ``session.events.append``) and
+  check it against their revision markers (``DatabaseSessionService``
+  compares ``_storage_update_marker``): given the view they would persist
+  synthetic events and compare the wrong marker.
 * After an append the view equals what a fresh read would return, including
   inside a running turn: ADK's runner appends to the very session object the
   next request is built from (``append_event(session=invocation_context.session,
-  ...)``, ``runners.py:1554`` in 2.13), so a view that lagged one event would
-  send an unanswered call to the model.
+  ...)`` in ``runners.py``), so a view that lagged one event would send an
+  unanswered call to the model.
 * The upkeep is incremental: O(parts of the new events), plus one re-render of
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, an append after a response event that made the ledger

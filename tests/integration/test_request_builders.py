@@ -21,7 +21,7 @@ import pytest
 from google.genai import types
 
 from adk_pairing import CallStatus
-from adk_pairing.builder_traits import builder_traits
+from adk_pairing.adk.builder import builder_traits
 from adk_pairing.placeholders import placeholder_text
 
 from .conftest import backend_params

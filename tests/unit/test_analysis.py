@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adk_pairing import analysis
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import CallStatus, PairingLedger, analyze, live_event_mask
-from adk_pairing.builder_traits import NEWEST_BUILDER
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
 

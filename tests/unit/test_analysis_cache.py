@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from adk_pairing import PairingSessionService, analysis, is_synthetic
 from adk_pairing import analysis_cache as analysis_cache_module
 from adk_pairing import service as service_module
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import PairingLedger, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
 from .test_properties import PlannedTurn, build_history, turn_lists

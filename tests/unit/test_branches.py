@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import analysis
+from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
 from adk_pairing.analysis import PairingLedger, analyze, branch_shows, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits
 
 from .events import call, model_event, response, response_event, user_text
 

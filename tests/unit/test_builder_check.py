@@ -17,12 +17,12 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import builder_check, is_synthetic
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import analyze, build_ledger
 from adk_pairing.builder_check import (
     rule_holds,
     view_never_worse,
 )
-from adk_pairing.builder_traits import NEWEST_BUILDER
 from adk_pairing.checks import (
     anthropic_pairing_violations,
     anthropic_request,

@@ -30,6 +30,10 @@ PURE = (
     "analysis.py",
     "analysis_cache.py",
     "builder_traits.py",
+    "adk/builder.py",
+    "adk/events.py",
+    "adk/_modules.py",
+    "adk/models.py",
     "request_pass.py",
     "restore_pass.py",
     "ownership.py",
@@ -82,6 +86,13 @@ LAYER_OF = {
     "builder_check": CORE,
     "checks": CORE,
     # What the installed ADK does, detected by feature: read by the core and the shells.
+    "adk": CORE,
+    "adk._modules": CORE,
+    "adk.builder": CORE,
+    "adk.events": CORE,
+    "adk.models": CORE,
+    "adk.stores": CORE,
+    # The probes' former homes, kept importable.
     "adk_compat": CORE,
     "request_pass": PASSES,
     # The plugin's restore of dropped calls: the view's placement, then the request pass.
@@ -348,5 +359,5 @@ def test_a_restated_provider_rule_is_caught() -> None:
 def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:
     """The request pass answers with the view's placeholder without the view's check."""
     graph = _graph()
-    assert graph["placeholders"] <= {"adk_compat", "analysis", "wire", "builder_traits"}
+    assert graph["placeholders"] <= {"adk", "adk_compat", "analysis", "wire", "builder_traits"}
     assert not {"repair", "builder_check", "view"} & graph["request_pass"]

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import analyze, is_synthetic, repaired_events
+from adk_pairing.adk.builder import NEWEST_BUILDER, builder_traits
 from adk_pairing.analysis import PairingLedger, TrackedCall, _live_runs, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER, builder_traits
 from adk_pairing.checks import anthropic_pairing_violations
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.repair import place_repairs
