@@ -13,9 +13,9 @@ from google.adk.events.event import Event
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adk_pairing import analysis
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
 from adk_pairing.analysis import PairingLedger, analyze, branch_shows, build_ledger
+from adk_pairing.ledger import pairing as ledger_pairing
 
 from .events import call, model_event, response, response_event, user_text
 
@@ -23,7 +23,7 @@ from .events import call, model_event, response, response_event, user_text
 @pytest.fixture(autouse=True)
 def newest_builder(monkeypatch: pytest.MonkeyPatch) -> None:
     """The newest builder's rules; the older builders' are in test_builder_rules."""
-    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: NEWEST_BUILDER)
 
 
 def _adk_branch_filter():  # type: ignore[no-untyped-def]

@@ -12,9 +12,10 @@ import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing import analysis, repaired_events
+from adk_pairing import repaired_events
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
 from adk_pairing.analysis import analyze, build_ledger
+from adk_pairing.ledger import pairing as ledger_pairing
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.repair import place_repairs
 
@@ -210,7 +211,7 @@ async def test_view_kept_by_appends_equals_a_fresh_read_through_withholding_and_
 
     from adk_pairing import PairingSessionService, is_synthetic
 
-    monkeypatch.setattr(analysis, "builder_traits", lambda: WALKS_BACK)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: WALKS_BACK)
     for cache_size in (0, 16):
         service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
         view = await service.create_session(app_name="app", user_id="u", session_id="s")

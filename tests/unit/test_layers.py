@@ -28,6 +28,15 @@ PACKAGE = Path(adk_pairing.__file__).parent
 #: Modules that hold rules and never do I/O: no ``async def``, no ``await``.
 PURE = (
     "analysis.py",
+    "ledger/__init__.py",
+    "ledger/calls.py",
+    "ledger/child_runs.py",
+    "ledger/older_builders.py",
+    "ledger/open_calls.py",
+    "ledger/pairing.py",
+    "ledger/placement.py",
+    "ledger/rewinds.py",
+    "ledger_reads.py",
     "analysis_cache.py",
     "builder_traits.py",
     "adk/builder.py",
@@ -74,6 +83,15 @@ LAYER_NAMES = ("wire", "core", "passes", "shells")
 LAYER_OF = {
     "wire": WIRE,
     "analysis": CORE,
+    # The ledger's parts (`adk_pairing.ledger`).
+    "ledger": CORE,
+    "ledger.calls": CORE,
+    "ledger.child_runs": CORE,
+    "ledger.older_builders": CORE,
+    "ledger.open_calls": CORE,
+    "ledger.pairing": CORE,
+    "ledger.placement": CORE,
+    "ledger.rewinds": CORE,
     "analysis_cache": CORE,
     "builder_traits": CORE,
     "ledger_reads": CORE,
