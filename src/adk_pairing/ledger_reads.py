@@ -1,5 +1,7 @@
 """What the ledger reads of an ADK ``Event``, declared once as typed protocols.
 
+Read only: the ledger never writes these fields.
+
 The ledger (`adk_pairing.ledger`; `adk_pairing.analysis`: `analyze`,
 `build_ledger`, `is_rewind`) decides every call's status from these fields
 alone, the wire rules it asks included (`adk_pairing.wire.never_sent_as_a_call`
@@ -20,60 +22,45 @@ from typing import Protocol
 class CallRead(Protocol):
     """Of a part's ``function_call`` and ``function_response``: what calls are paired by."""
 
-    @property
-    def id(self) -> str | None: ...
-    @property
-    def name(self) -> str | None: ...
+    id: str | None
+    name: str | None
 
 
 class PartRead(Protocol):
     """Of each of a content's ``parts``."""
 
-    @property
-    def function_call(self) -> CallRead | None: ...
-    @property
-    def function_response(self) -> CallRead | None: ...
-    @property
-    def text(self) -> str | None: ...
-    @property
-    def thought(self) -> bool | None: ...
-    @property
-    def thought_signature(self) -> object: ...
+    function_call: CallRead | None
+    function_response: CallRead | None
+    text: str | None
+    thought: bool | None
+    thought_signature: object
 
 
 class ContentRead(Protocol):
     """Of an event's ``content``."""
 
-    @property
-    def parts(self) -> Sequence[PartRead] | None: ...
+    parts: Sequence[PartRead] | None
 
 
 class ActionsRead(Protocol):
     """Of an event's ``actions``."""
 
-    @property
-    def rewind_before_invocation_id(self) -> str | None: ...
+    rewind_before_invocation_id: str | None
 
 
 class EventRead(Protocol):
     """Of an event. ``isolation_scope`` (`OPTIONAL_EVENT_FIELDS`) is read with a default."""
 
-    @property
-    def actions(self) -> ActionsRead | None: ...
-    @property
-    def author(self) -> str: ...
-    @property
-    def branch(self) -> str | None: ...
-    @property
-    def content(self) -> ContentRead | None: ...
-    @property
-    def invocation_id(self) -> str: ...
-    @property
-    def long_running_tool_ids(self) -> Collection[str] | None: ...
+    actions: ActionsRead | None
+    author: str
+    branch: str | None
+    content: ContentRead | None
+    invocation_id: str
+    long_running_tool_ids: Collection[str] | None
 
 
 def _fields(protocol: type) -> tuple[str, ...]:
-    return tuple(name for name, member in vars(protocol).items() if isinstance(member, property))
+    return tuple(protocol.__annotations__)
 
 
 #: Of an event, read only where present: absent before google-adk 2.x's task runs.

@@ -87,3 +87,16 @@ def owned_sessions(
 def not_found(session_id: str) -> SessionNotFoundError:
     """The error ADK's stores raise when appending to a session they do not hold."""
     return SessionNotFoundError(f"Session {session_id} not found.")
+
+
+def session_label(session: object) -> str:
+    """How a log line names `session`: ``app=<app> user=<user> session=<id>``, never contents."""
+    if session is None:
+        return "<unknown session>"
+    return key_label(tuple(getattr(session, field, "?") for field in ("app_name", "user_id", "id")))
+
+
+def key_label(key: tuple[object, ...]) -> str:
+    """`session_label` of the session with `key`: (app name, user id, session id)."""
+    app_name, user_id, session_id = key
+    return f"app={app_name} user={user_id} session={session_id}"

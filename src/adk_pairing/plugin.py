@@ -64,6 +64,7 @@ from .analysis import held_open_call_ids
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from .builder_check import builder_logs_quieted
 from .metrics import record_request_repairs
+from .ownership import session_label
 from .placeholders import PlaceholderTexts
 from .request_pass import repair_contents
 from .restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
@@ -123,12 +124,7 @@ class PairingPlugin(BasePlugin):
             if isinstance(session_service, PairingSessionService)
             else PlaceholderTexts()
         )
-        if self._missing_text is None and self._pending_text is None:
-            return base
-        return PlaceholderTexts(
-            missing=self._missing_text if self._missing_text is not None else base.missing,
-            pending=self._pending_text if self._pending_text is not None else base.pending,
-        )
+        return base.with_overrides(missing=self._missing_text, pending=self._pending_text)
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -144,7 +140,7 @@ class PairingPlugin(BasePlugin):
             logger.exception(
                 "adk_pairing: could not restore the calls ADK dropped from the model request "
                 "of session %s; repairing the request as ADK built it",
-                _session_label(session),
+                session_label(session),
             )
         try:
             fill = self._fill_missing_ids
@@ -161,7 +157,7 @@ class PairingPlugin(BasePlugin):
             logger.exception(
                 "adk_pairing: could not check the model request of session %s; "
                 "sending it as ADK built it",
-                _session_label(session),
+                session_label(session),
             )
             return None
         if result.contents is contents or not result.contents:
@@ -175,7 +171,7 @@ class PairingPlugin(BasePlugin):
         if notable:
             logger.warning(
                 "adk_pairing: repaired the model request of session %s: %s",
-                _session_label(session),
+                session_label(session),
                 "; ".join(repair.describe() for repair in notable),
             )
         return None
@@ -235,7 +231,7 @@ class PairingPlugin(BasePlugin):
                     "PairingPlugin ran (another plugin, or a request processor that rewrites "
                     "contents); the calls "
                     "ADK's request builder dropped could not be restored",
-                    _session_label(session),
+                    session_label(session),
                 )
             return None
         return spliced.contents
@@ -273,10 +269,3 @@ async def _build_contents(
         async for _ in request_processor.run_async(context, request):
             pass
     return list(request.contents)
-
-
-def _session_label(session: object) -> str:
-    """app/user/session, for log lines: ids only, never contents."""
-    if session is None:
-        return "<unknown>"
-    return "/".join(str(getattr(session, field, "?")) for field in ("app_name", "user_id", "id"))

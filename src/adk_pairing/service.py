@@ -68,7 +68,14 @@ from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionK
 from .factory import create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
-from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
+from .ownership import (
+    checks_ownership,
+    is_owned_by,
+    key_label,
+    not_found,
+    owned_sessions,
+    session_label,
+)
 from .placeholders import PlaceholderTexts
 from .repair import Fallback, RepairedHistory, repair_history
 from .uris import PAIRING_PREFIX, is_pairing_uri
@@ -175,11 +182,7 @@ class PairingSessionService(BaseSessionService):
         # read or append of that session waits for it.
         self._writes_in_flight: dict[SessionKey, asyncio.Future[Any]] = {}
         self._analysis_cache = AnalysisCache(analysis_cache_size)
-        defaults = PlaceholderTexts()
-        self._texts = PlaceholderTexts(
-            missing=missing_text if missing_text is not None else defaults.missing,
-            pending=pending_text if pending_text is not None else defaults.pending,
-        )
+        self._texts = PlaceholderTexts().with_overrides(missing=missing_text, pending=pending_text)
 
     @property
     def inner(self) -> BaseSessionService:
@@ -333,7 +336,7 @@ class PairingSessionService(BaseSessionService):
             logger.exception(
                 "adk-pairing could not update the view of session %s; "
                 "serving the stored events unrepaired; the next append rebuilds the view",
-                _session_key(inner),
+                session_label(inner),
             )
             view_state.serve_unrepaired(session)
             if metrics := live_metrics():
@@ -409,7 +412,7 @@ class PairingSessionService(BaseSessionService):
         except Exception:
             logger.exception(
                 "adk-pairing could not repair session %s; returning it as stored",
-                _session_key(stored),
+                session_label(stored),
             )
             self._analysis_cache.forget(_cache_key(stored))
             if metrics := live_metrics():
@@ -436,12 +439,10 @@ class PairingSessionService(BaseSessionService):
             if _logged_once.first_time(key):
                 logger.warning(
                     "Unanswered function call %s (%s) has no recorded result; the view "
-                    "answers it with a placeholder. app=%s user=%s session=%s",
+                    "answers it with a placeholder. %s",
                     call.call_id or "<no id>",
                     call.name,
-                    stored.app_name,
-                    stored.user_id,
-                    stored.id,
+                    session_label(stored),
                 )
 
 
@@ -480,7 +481,7 @@ def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> Non
         "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
         "or merges them out of call order); the view serves %d of its %d call events "
         "with unanswered calls as stored. %s",
-        _session_key(stored),
+        session_label(stored),
         shape,
         len(repaired.served_as_stored),
         len(repaired.served_as_stored) + len(repaired.slots),
@@ -525,26 +526,22 @@ def _report_abandoned(call: asyncio.Future[Any], writes_to: SessionKey | None) -
         return
     if call.cancelled():
         logger.error(
-            "adk-pairing: an append to session app=%s user=%s session=%s whose caller was "
+            "adk-pairing: an append to session %s whose caller was "
             "cancelled was itself cancelled before it finished (was the event loop shut down "
             "before close()?); the event may not be stored",
-            *writes_to,
+            key_label(writes_to),
         )
     elif (error := call.exception()) is not None:
         logger.error(
-            "adk-pairing: an append to session app=%s user=%s session=%s whose caller was "
+            "adk-pairing: an append to session %s whose caller was "
             "cancelled failed; the event is not stored",
-            *writes_to,
+            key_label(writes_to),
             exc_info=error,
         )
 
 
 def _cache_key(session: Session) -> SessionKey:
     return (session.app_name, session.user_id, session.id)
-
-
-def _session_key(session: Session) -> str:
-    return f"app={session.app_name} user={session.user_id} session={session.id}"
 
 
 def create_session_service(

@@ -79,7 +79,7 @@ class ViewState:
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
-        self.checked = repaired.unproven or any(
+        self.checked = repaired.serves_some_as_stored or any(
             slot.anchor is None for slot in repaired.slots.values()
         )
 
@@ -257,7 +257,7 @@ def paired_view(
         last_update_time=stored.last_update_time,
     )
     view_state = ViewState(stored, ledger, texts)
-    if repaired.slots or repaired.unproven:
+    if repaired.slots or repaired.serves_some_as_stored:
         view_state.index_slots(repaired)
     view._pairing = view_state
     mirror_fields(view, stored)

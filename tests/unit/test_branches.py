@@ -154,7 +154,7 @@ def test_the_view_check_builds_each_branchs_own_request() -> None:
     ledger = build_ledger(events)
     assert ledger.irregular and ledger.open_calls
     repaired = repair_history(events, ledger, PlaceholderTexts())
-    assert repaired.unproven
+    assert repaired.serves_some_as_stored
     assert repaired.events == events
 
 
@@ -205,7 +205,7 @@ def test_the_view_check_builds_the_request_of_every_branch_above_an_agents_own()
     }
     assert not [b for b, (stored, view) in verdicts.items() if stored and not view], verdicts
     if verdicts[None][0]:  # the root's request is valid as stored: the view is not served
-        assert repaired.unproven and repaired.events == events
+        assert repaired.serves_some_as_stored and repaired.events == events
 
 
 def _sibling_answers_after_the_other_call() -> list[Event]:

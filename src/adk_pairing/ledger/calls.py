@@ -11,14 +11,6 @@ from ..ledger_reads import PartRead
 from ..wire import call_key
 
 
-class CallStatus(enum.StrEnum):
-    """What the history says about one function call."""
-
-    ANSWERED = "answered"
-    PENDING = "pending"
-    MISSING = "missing"
-
-
 @dataclass(slots=True)
 class TrackedCall:
     """One function call and, once known, whether something answered it."""
@@ -56,6 +48,14 @@ class BranchedCall(TrackedCall):
     def __init__(self, *fields: object, branch: str) -> None:
         super().__init__(*fields)  # type: ignore[arg-type]
         self.branch = branch  # type: ignore[misc]
+
+
+class CallStatus(enum.StrEnum):
+    """What the history says about one function call."""
+
+    ANSWERED = "answered"
+    PENDING = "pending"
+    MISSING = "missing"
 
 
 class CallCopies:

@@ -30,14 +30,27 @@ An older builder works on the ledger only through `LedgerForOlderBuilders`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import NamedTuple, Protocol, Self
 
 from ..adk.builder import BuilderTraits
+from ..ledger_reads import CallRead, EventRead, PartRead
 from ..wire import IrregularShape, branch_shows, branches_shown_to
 from .calls import CallCopies, TrackedCall, earlier_response_with
 
-if TYPE_CHECKING:
-    from ..ledger_reads import CallRead, EventRead, PartRead
+#: An event's parts that hold a call, with their part indices.
+CallParts = list[tuple[int, "PartRead"]]
+#: The calls an event opened so far, by part index.
+Opened = dict[int, TrackedCall]
+
+
+class EventAt(NamedTuple):
+    """The event an older builder's hook sees, where it stands, and what it settles into."""
+
+    event: EventRead
+    index: int
+    parts: Sequence[PartRead]
+    #: The walk's list of settled calls, if it keeps one (`PairingLedger.walk`).
+    settled: list[TrackedCall] | None
 
 
 class LedgerForOlderBuilders(Protocol):
@@ -96,14 +109,7 @@ class OlderBuilder:
         return False
 
     def takes_response(
-        self,
-        ledger: LedgerForOlderBuilders,
-        event: EventRead,
-        index: int,
-        parts: Sequence[PartRead],
-        part_index: int,
-        response: CallRead,
-        settled: list[TrackedCall] | None,
+        self, ledger: LedgerForOlderBuilders, at: EventAt, part_index: int, response: CallRead
     ) -> bool:
         """Sees each response first; True when it attributed the response itself."""
         return False
@@ -114,24 +120,17 @@ class OlderBuilder:
         """Sees each response the newest rules attribute to `call`, from its agent or the user."""
 
     def end_parts(
-        self,
-        ledger: LedgerForOlderBuilders,
-        event: EventRead,
-        index: int,
-        parts: Sequence[PartRead],
-        calls_here: list[tuple[int, PartRead]] | None,
-        settled: list[TrackedCall] | None,
+        self, ledger: LedgerForOlderBuilders, at: EventAt, calls_here: CallParts | None
     ) -> None:
         """Runs once per event with parts: after its responses, before its calls open."""
 
     def takes_call(
-        self,
-        ledger: LedgerForOlderBuilders,
-        call: TrackedCall,
-        opened_ids: set[str],
-        opened: dict[int, TrackedCall],
+        self, ledger: LedgerForOlderBuilders, call: TrackedCall, ids: set[str], opened: Opened
     ) -> bool:
-        """Sees each new call with an id; True when it indexed (or settled) the call itself."""
+        """Sees each new call with an id; True when it indexed (or settled) the call itself.
+
+        `ids` are the ids of the calls its event opened so far, `opened` those calls.
+        """
         return False
 
     def newest_open_call_with(self, call_id: str) -> TrackedCall | None:
@@ -181,14 +180,7 @@ class WalksBack(OlderBuilder):
         return self._withheld is not None
 
     def takes_response(
-        self,
-        ledger: LedgerForOlderBuilders,
-        event: EventRead,
-        index: int,
-        parts: Sequence[PartRead],
-        part_index: int,
-        response: CallRead,
-        settled: list[TrackedCall] | None,
+        self, ledger: LedgerForOlderBuilders, at: EventAt, part_index: int, response: CallRead
     ) -> bool:
         response_id = response.id
         if self._response_ids is None:
@@ -198,7 +190,7 @@ class WalksBack(OlderBuilder):
         if response_id and response_id not in self._seen_call_ids:
             # A result before any call with its id.
             ledger.shapes.add(IrregularShape.RESULT_BEFORE_ITS_CALL)
-        return super().takes_response(ledger, event, index, parts, part_index, response, settled)
+        return super().takes_response(ledger, at, part_index, response)
 
     def check_answer(
         self, ledger: LedgerForOlderBuilders, call: TrackedCall, response: CallRead
@@ -207,13 +199,7 @@ class WalksBack(OlderBuilder):
             ledger.shapes.add(IrregularShape.RESULT_UNDER_ANOTHER_NAME)
 
     def end_parts(
-        self,
-        ledger: LedgerForOlderBuilders,
-        event: EventRead,
-        index: int,
-        parts: Sequence[PartRead],
-        calls_here: list[tuple[int, PartRead]] | None,
-        settled: list[TrackedCall] | None,
+        self, ledger: LedgerForOlderBuilders, at: EventAt, calls_here: CallParts | None
     ) -> None:
         """Ends or starts the hazard after the event's responses, then notes its calls."""
         response_ids, self._response_ids = self._response_ids, None
@@ -223,7 +209,7 @@ class WalksBack(OlderBuilder):
             calls_here is None
             and response_ids is not None
             and self._drops_orphan_responses
-            and len(response_ids) == len(parts)
+            and len(response_ids) == len(at.parts)
             and None not in response_ids
             and response_ids.isdisjoint(self._seen_call_ids)
         ):
@@ -231,7 +217,7 @@ class WalksBack(OlderBuilder):
             # (A withheld call this event answered stays answered.)
             self._release_withheld(ledger)
         if response_ids is not None:
-            self._withhold_before_a_walk_back(ledger, response_ids, settled, event.branch)
+            self._withhold_before_a_walk_back(ledger, response_ids, at.settled, at.event.branch)
         if calls_here is not None:
             # Every call the builder sees, sent or not: its walk reads them all.
             ids = frozenset(
@@ -240,8 +226,8 @@ class WalksBack(OlderBuilder):
             )
             reuses = not self._seen_call_ids.isdisjoint(ids)
             self._seen_call_ids |= ids
-            self._last_call_event = (index, ids) if reuses else None
-        self._previous_index = index
+            self._last_call_event = (at.index, ids) if reuses else None
+        self._previous_index = at.index
 
     def _withhold_before_a_walk_back(
         self,
@@ -338,41 +324,26 @@ class PairsByLastResponse(OlderBuilder):
         self._answered_in: dict[str | None, set[str]] = {}
 
     def takes_response(
-        self,
-        ledger: LedgerForOlderBuilders,
-        event: EventRead,
-        index: int,
-        parts: Sequence[PartRead],
-        part_index: int,
-        response: CallRead,
-        settled: list[TrackedCall] | None,
+        self, ledger: LedgerForOlderBuilders, at: EventAt, part_index: int, response: CallRead
     ) -> bool:
-        taken = super().takes_response(ledger, event, index, parts, part_index, response, settled)
+        taken = super().takes_response(ledger, at, part_index, response)
         response_id = response.id
         if not response_id:
             return taken
         if response_id in self._answered_ids and earlier_response_with(
-            parts, part_index, response_id
+            at.parts, part_index, response_id
         ):
             ledger.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
-        self._settle_every_call_with(
-            ledger, response_id, settled, event.author, response.name, event.branch, index
-        )
+        self._settle_every_call_with(ledger, response_id, response.name, at)
         return True
 
     def _settle_every_call_with(
-        self,
-        ledger: LedgerForOlderBuilders,
-        call_id: str,
-        settled: list[TrackedCall] | None,
-        author: str,
-        name: str | None,
-        branch: str | None,
-        by: int,
+        self, ledger: LedgerForOlderBuilders, call_id: str, name: str | None, at: EventAt
     ) -> None:
         """Settles every open call with `call_id`, before or after, whose branch is shown
-        the response (`branch_shows`)."""
-        branch = branch or None
+        the response of `name` in event `at` (`branch_shows`)."""
+        author = at.event.author
+        branch = at.event.branch or None
         self._answered_ids.add(call_id)
         self._answered_in.setdefault(branch, set()).add(call_id)
         calls = self._open_by_id.pop(call_id, ())
@@ -388,25 +359,21 @@ class PairsByLastResponse(OlderBuilder):
                     if call.name == (name or "")
                     else IrregularShape.RESULT_UNDER_ANOTHER_NAME
                 )
-            ledger.answer(call, settled, by)
+            ledger.answer(call, at.settled, at.index)
 
     def takes_call(
-        self,
-        ledger: LedgerForOlderBuilders,
-        call: TrackedCall,
-        opened_ids: set[str],
-        opened: dict[int, TrackedCall],
+        self, ledger: LedgerForOlderBuilders, call: TrackedCall, ids: set[str], opened: Opened
     ) -> bool:
         """Indexes `call` with every open call of its id, or settles it at once when a
         response with its id that its branch is shown came already."""
         call_id: str = call.call_id  # type: ignore[assignment]
-        if call_id in opened_ids or call_id in self._open_by_id:
+        if call_id in ids or call_id in self._open_by_id:
             ledger.shapes.add(
                 IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT
-                if call_id in opened_ids
+                if call_id in ids
                 else IrregularShape.CALL_ID_REUSED_WHILE_OPEN
             )
-        opened_ids.add(call_id)
+        ids.add(call_id)
         branch = call.branch
         if call_id in self._answered_ids and (
             branch is None

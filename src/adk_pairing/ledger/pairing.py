@@ -59,7 +59,7 @@ from .calls import (
     earlier_response_with,
 )
 from .child_runs import ChildRuns
-from .older_builders import older_builder_for
+from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
 from .placement import Placements
 
@@ -188,6 +188,8 @@ class PairingLedger:
             parts = content.parts
             if not parts:
                 continue
+            if older is not None:
+                at = EventAt(event, index, parts, settled)
             calls_here: list[tuple[int, PartRead]] | None = None
             part_index = -1
             for part in parts:
@@ -205,9 +207,7 @@ class PairingLedger:
                     continue
                 if calls_here is not None:
                     self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
-                if older is not None and older.takes_response(
-                    for_older, event, index, parts, part_index, response, settled
-                ):
+                if older is not None and older.takes_response(for_older, at, part_index, response):
                     continue
                 response_id = response.id
                 if response_id:
@@ -245,7 +245,7 @@ class PairingLedger:
             if placements.to_confirm >= 0:
                 placements.confirm_sole_answers(parts, index)
             if older is not None:
-                older.end_parts(for_older, event, index, parts, calls_here, settled)
+                older.end_parts(for_older, at, calls_here)
             if calls_here is not None:
                 self._open_calls_of(event, index, calls_here, for_older)
                 by_branch = open_index.by_branch
