@@ -342,8 +342,9 @@ class PairsByLastResponse(OlderBuilder):
     ) -> None:
         """Settles every open call with `call_id`, before or after, whose branch is shown
         the response of `name` in event `at` (`branch_shows`)."""
-        author = at.event.author
-        branch = at.event.branch or None
+        event, by, _, settled = at
+        author = event.author
+        branch = event.branch or None
         self._answered_ids.add(call_id)
         self._answered_in.setdefault(branch, set()).add(call_id)
         calls = self._open_by_id.pop(call_id, ())
@@ -359,7 +360,7 @@ class PairsByLastResponse(OlderBuilder):
                     if call.name == (name or "")
                     else IrregularShape.RESULT_UNDER_ANOTHER_NAME
                 )
-            ledger.answer(call, at.settled, at.index)
+            ledger.answer(call, settled, by)
 
     def takes_call(
         self, ledger: LedgerForOlderBuilders, call: TrackedCall, ids: set[str], opened: Opened

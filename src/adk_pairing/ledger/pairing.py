@@ -63,6 +63,9 @@ from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
 from .placement import Placements
 
+#: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
+_event_at = tuple.__new__
+
 
 class PairingLedger:
     """Attributes responses to calls, one event at a time, in O(parts) each.
@@ -169,6 +172,9 @@ class PairingLedger:
         idless_open = open_index.idless_open
         placements = self._placements
         child_runs = self._child_runs
+        shapes = self.shapes
+        reads = self.reads
+        calls = self.calls
         older = self._older
         # Made per walk, not kept: kept, it would tie the ledger in a reference cycle.
         for_older = _ForOlderBuilders(self) if older is not None else None
@@ -189,7 +195,7 @@ class PairingLedger:
             if not parts:
                 continue
             if older is not None:
-                at = EventAt(event, index, parts, settled)
+                at = _event_at(EventAt, (event, index, parts, settled))
             calls_here: list[tuple[int, PartRead]] | None = None
             part_index = -1
             for part in parts:
@@ -199,14 +205,14 @@ class PairingLedger:
                     if calls_here is None:
                         calls_here = [(part_index, part)]
                         if part_index and earlier_response_with(parts, part_index):
-                            self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
+                            shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
                     else:
                         calls_here.append((part_index, part))
                 response = part.function_response
                 if response is None:
                     continue
                 if calls_here is not None:
-                    self.shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
+                    shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
                 if older is not None and older.takes_response(for_older, at, part_index, response):
                     continue
                 response_id = response.id
@@ -219,14 +225,14 @@ class PairingLedger:
                         if call is not None and child_runs.holding:
                             child_runs.stop_holding(call)  # the caller answers it right after
                     if call is None and earlier_response_with(parts, part_index, response_id):
-                        self.shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
+                        shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
                 else:
                     queue = idless_open.get(response.name or "")
                     if queue:
                         call = queue.popleft()
                     else:
                         call = None
-                        self.shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
+                        shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
                 if call is None:
                     if placements.answered_later:
                         # Perhaps a second result for a call whose event has open calls.
@@ -236,7 +242,7 @@ class PairingLedger:
                 if call.author != responder and responder != "user":
                     # One agent's result for another agent's call: ADK writes a
                     # tool's result under the agent that called it (or the user).
-                    self.shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
+                    shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
                 elif older is not None:
                     older.check_answer(for_older, call, response)
                 self._settle(call, settled, index)
@@ -247,7 +253,13 @@ class PairingLedger:
             if older is not None:
                 older.end_parts(for_older, at, calls_here)
             if calls_here is not None:
-                self._open_calls_of(event, index, calls_here, for_older)
+                opened = open_index.open_event(
+                    event, index, calls_here, shapes, reads, older, for_older
+                )
+                calls.extend(opened.values())
+                branch = event.branch
+                if branch and "@" in branch:
+                    child_runs.hold_callers(event, branch, opened, self._newest_open_call_with)
                 by_branch = open_index.by_branch
         return None
 
@@ -280,21 +292,6 @@ class PairingLedger:
         if settled is not None:
             settled.append(call)
 
-    def _open_calls_of(
-        self,
-        event: EventRead,
-        index: int,
-        calls_here: list[tuple[int, PartRead]],
-        for_older: _ForOlderBuilders | None,
-    ) -> None:
-        opened = self._index.open_event(
-            event, index, calls_here, self.shapes, self.reads, self._older, for_older
-        )
-        self.calls.extend(opened.values())
-        branch = event.branch
-        if branch and "@" in branch:
-            self._child_runs.hold_callers(event, branch, opened, self._newest_open_call_with)
-
     def _newest_open_call_with(self, call_id: str) -> TrackedCall | None:
         caller = self._index.newest_by_id.get(call_id)
         if caller is None and self._older is not None:
@@ -318,35 +315,37 @@ class PairingLedger:
         # one that can no longer stop holding (`ChildRuns.copy`).
         successor._child_runs = self._child_runs.copy(copies)
         self._index.copy_idless_into(index, copies)
+        successor.shapes = set(self.shapes)
         if self._older is not None:
             assert successor._older is not None  # the same traits choose the same builder
             self._older.carry_into(successor._older, _ForOlderBuilders(successor), copies)
-        successor.shapes = set(self.shapes)
         successor._placements = self._placements.copy()
         return successor
 
 
 class _ForOlderBuilders:
-    """`LedgerForOlderBuilders` over one ledger: all an older builder reads or changes of it."""
+    """`LedgerForOlderBuilders` over one ledger: all an older builder reads or changes of it.
 
-    __slots__ = ("_ledger",)
+    Made per walk; what a hook uses on every response is bound once here.
+    """
+
+    __slots__ = ("_child_runs", "_ledger", "_settle", "shapes")
 
     def __init__(self, ledger: PairingLedger) -> None:
         self._ledger = ledger
+        self.shapes = ledger.shapes
+        self._child_runs = ledger._child_runs
+        self._settle = ledger._settle
 
-    @property
-    def shapes(self) -> set[IrregularShape]:
-        return self._ledger.shapes
+    def answer(self, call: TrackedCall, settled: list[TrackedCall] | None, by: int) -> None:
+        child_runs = self._child_runs
+        if child_runs.holding:
+            child_runs.stop_holding(call)
+        self._settle(call, settled, by)
 
     @property
     def has_branches(self) -> bool:
         return self._ledger._index.by_branch is not None
-
-    def answer(self, call: TrackedCall, settled: list[TrackedCall] | None, by: int) -> None:
-        child_runs = self._ledger._child_runs
-        if child_runs.holding:
-            child_runs.stop_holding(call)
-        self._ledger._settle(call, settled, by)
 
     def answered_as_it_opens(self, call: TrackedCall) -> None:
         call.answered = True

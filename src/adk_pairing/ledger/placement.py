@@ -38,6 +38,11 @@ class AnsweredLater(NamedTuple):
     count: int
 
 
+#: Makes an `AnsweredLater` from a tuple without its generated ``__new__``: this runs
+#: for every answer that leaves its call event with open calls.
+_record = tuple.__new__
+
+
 class Placements:
     """The `AnsweredLater` record of each call event whose calls later events partly answered.
 
@@ -62,14 +67,20 @@ class Placements:
         if known is None:
             # Only the event right after the call event can take its placeholders.
             after = by if by == event_index + 1 else -1
-            self.answered_later[event_index] = AnsweredLater(part_index, part_index, after, 1)
+            self.answered_later[event_index] = _record(
+                AnsweredLater, (part_index, part_index, after, 1)
+            )
         else:
-            after = known.answered_by if known.answered_by == by else -1
-            self.answered_later[event_index] = AnsweredLater(
-                min(known.lowest, part_index),
-                max(known.highest, part_index),
-                after,
-                known.count + 1,
+            lowest, highest, answered_by, count = known
+            after = answered_by if answered_by == by else -1
+            self.answered_later[event_index] = _record(
+                AnsweredLater,
+                (
+                    lowest if lowest < part_index else part_index,
+                    highest if highest > part_index else part_index,
+                    after,
+                    count + 1,
+                ),
             )
         if after >= 0:
             self.to_confirm = event_index
