@@ -216,7 +216,7 @@ class PairingPlugin(BasePlugin):
                     "adk_pairing: ADK's request builder refused the history of session %s "
                     "with its unanswered calls answered (%s); the request goes out as ADK "
                     "built it, repaired by the request pass",
-                    _session_label(session),
+                    session_label(session),
                     type(error).__name__,
                 )
             return None
