@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 
 
+@functools.cache
 def anthropic_converter_installed() -> bool:
     """Whether ADK's Anthropic converter imports: it needs the optional ``anthropic`` package."""
     try:
