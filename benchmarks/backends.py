@@ -33,7 +33,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 
-from adk_pairing.adk_compat import close_session_service, has_adk_redis_session_service
+from adk_pairing.adk import close_session_service, has_adk_redis_session_service
 
 PG_HOST = os.environ.get("ADK_PAIRING_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("ADK_PAIRING_PG_PORT", "5432"))

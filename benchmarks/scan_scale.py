@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import seed_scan
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli._direct import JSONB_CALL_PATHS
 from adk_pairing.cli._fast import CALL_MARKERS
 

@@ -46,7 +46,7 @@ from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.genai import types
 
 from adk_pairing import analyze
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli._fast import parse_json
 
 try:

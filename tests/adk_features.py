@@ -16,7 +16,7 @@ import inspect
 import pytest
 from google.adk.runners import Runner
 
-from adk_pairing.adk_compat import (
+from adk_pairing.adk import (
     ADK_VERSION,
     adk_drops_unanswered_calls,
     close_session_service,

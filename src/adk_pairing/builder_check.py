@@ -63,7 +63,7 @@ from functools import cache
 from google.adk.events.event import Event
 from google.genai import types
 
-from .adk_compat import anthropic_converter_installed, litellm_imported
+from .adk import anthropic_converter_installed, litellm_imported
 from .checks import violations_of
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, request_of_contents
 from .wire import branches_shown_to

@@ -51,7 +51,7 @@ from typing import Any
 
 from google.genai import types
 
-from .adk_compat import anthropic_converter_installed, litellm_imported
+from .adk import anthropic_converter_installed, litellm_imported
 from .provider_rules import (
     PROVIDER_RULES,
     ProviderRule,

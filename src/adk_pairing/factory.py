@@ -30,7 +30,7 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .adk_compat import (
+from .adk import (
     ADK_VERSION,
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,
@@ -149,8 +149,8 @@ def _database_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionSe
     try:
         return DatabaseSessionService(db_url=uri, **_without_agents_dir(kwargs))
     except ValueError as error:
-        # google-adk 1.20 puts the unredacted URL in these messages
-        # (database_session_service.py:451 in 1.20.0); 1.39 and later redact it.
+        # google-adk 1.20 puts the unredacted URL in these messages; 1.39 and
+        # later redact it (docs/compatibility.md).
         # SQLAlchemy's own error, chained as the cause, masks only what it
         # parsed as the password: with an unescaped "@" in it, the rest shows
         # ("user:***@00000@/sessions.db"). Neither is chained when it holds a

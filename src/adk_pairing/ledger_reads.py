@@ -1,32 +1,73 @@
-"""The fields of an ADK ``Event`` the ledger reads, declared once.
+"""What the ledger reads of an ADK ``Event``, declared once as typed protocols.
 
-The ledger (`adk_pairing.analysis`: `analyze`, `build_ledger`, `is_rewind`)
-decides every call's status from these fields alone, the wire rules it asks
-included (`adk_pairing.wire.never_sent_as_a_call` reads a part's text and
-thought). Whatever runs the ledger on stand-ins for events builds them with
-exactly these: the scan's fast path (`adk_pairing.cli._fast`) takes its light
-objects' attributes from here. tests/unit/test_ledger_reads.py runs the ledger
-over events that refuse every other attribute, under every builder's traits.
+Read only: the ledger never writes these fields.
+
+The ledger (`adk_pairing.ledger`; `adk_pairing.analysis`: `analyze`,
+`build_ledger`, `is_rewind`) decides every call's status from these fields
+alone, the wire rules it asks included (`adk_pairing.wire.never_sent_as_a_call`
+reads a part's text and thought). ADK's ``Event`` satisfies `EventRead`, and so
+does whatever runs the ledger on stand-ins for events: the scan's fast path
+(`adk_pairing.cli._fast`) takes its light objects' attributes from the
+``*_FIELDS`` below, and the request pass's turns (`adk_pairing.request_pass`)
+are read as events. tests/unit/test_ledger_reads.py runs the ledger over
+events that refuse every other attribute, under every builder's traits.
 """
 
 from __future__ import annotations
 
-#: Of an event. ``isolation_scope`` is absent before google-adk 2.x's task
-#: runs; the ledger reads it with a default.
-EVENT_FIELDS = (
-    "actions",
-    "author",
-    "branch",
-    "content",
-    "invocation_id",
-    "isolation_scope",
-    "long_running_tool_ids",
-)
-#: Of an event's ``actions``.
-ACTIONS_FIELDS = ("rewind_before_invocation_id",)
-#: Of an event's ``content``.
-CONTENT_FIELDS = ("parts",)
-#: Of each of the content's ``parts``.
-PART_FIELDS = ("function_call", "function_response", "text", "thought", "thought_signature")
-#: Of a part's ``function_call`` and ``function_response``: what calls are paired by.
-CALL_FIELDS = ("id", "name")
+from collections.abc import Collection, Sequence
+from typing import Protocol
+
+
+class CallRead(Protocol):
+    """Of a part's ``function_call`` and ``function_response``: what calls are paired by."""
+
+    id: str | None
+    name: str | None
+
+
+class PartRead(Protocol):
+    """Of each of a content's ``parts``."""
+
+    function_call: CallRead | None
+    function_response: CallRead | None
+    text: str | None
+    thought: bool | None
+    thought_signature: object
+
+
+class ContentRead(Protocol):
+    """Of an event's ``content``."""
+
+    parts: Sequence[PartRead] | None
+
+
+class ActionsRead(Protocol):
+    """Of an event's ``actions``."""
+
+    rewind_before_invocation_id: str | None
+
+
+class EventRead(Protocol):
+    """Of an event. ``isolation_scope`` (`OPTIONAL_EVENT_FIELDS`) is read with a default."""
+
+    actions: ActionsRead | None
+    author: str
+    branch: str | None
+    content: ContentRead | None
+    invocation_id: str
+    long_running_tool_ids: Collection[str] | None
+
+
+def _fields(protocol: type) -> tuple[str, ...]:
+    return tuple(protocol.__annotations__)
+
+
+#: Of an event, read only where present: absent before google-adk 2.x's task runs.
+OPTIONAL_EVENT_FIELDS = ("isolation_scope",)
+#: The field names of each protocol, for stand-ins' ``__slots__``.
+EVENT_FIELDS = (*_fields(EventRead), *OPTIONAL_EVENT_FIELDS)
+ACTIONS_FIELDS = _fields(ActionsRead)
+CONTENT_FIELDS = _fields(ContentRead)
+PART_FIELDS = _fields(PartRead)
+CALL_FIELDS = _fields(CallRead)

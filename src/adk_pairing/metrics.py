@@ -8,14 +8,15 @@ ADK's dashboards and ours stay apart), holding four instruments:
   ``status`` (``missing``, ``pending``) and ``app``. Counted per read: a
   session read on every turn counts its open calls on every turn;
 - ``adk_pairing.repair_fallbacks`` (counter, ``{session}``): a stored session
-  served unrepaired, labelled ``app`` and ``operation``: ``read`` (its repair
-  raised; get/create served the stored session), ``append`` (the view's
-  upkeep raised and it fell back to the stored events), ``unproven`` (some
-  call events served as stored because ADK's builder could misplace their
-  placeholders, `adk_pairing.builder_check`, the others repaired; counted per
-  read, like placeholders), with a
-  ``shape`` label naming the history's shape (`adk_pairing.wire.IrregularShape`,
-  or ``answers_out_of_order``, `adk_pairing.repair.Fallback`);
+  served unrepaired, or partly as stored, labelled ``app`` and ``operation``:
+  ``read`` (its repair raised; get/create served the stored session),
+  ``append`` (the view's upkeep raised and it fell back to the stored events),
+  ``unproven`` (some call events served as stored, the others repaired, for
+  either `adk_pairing.repair.Fallback`: ADK's builder could misplace their
+  placeholders, `adk_pairing.builder_check`, or no placement gives their
+  answers in call order; counted per read, like placeholders), with a
+  ``shape`` label naming why (`adk_pairing.wire.IrregularShape`, or
+  ``answers_out_of_order``);
 - ``adk_pairing.get_session.duration`` (histogram, ``s``): the decorator's
   own time per ``get_session``, the inner store's read excluded, labelled
   ``app``;
@@ -103,7 +104,10 @@ class LiveMetrics:
         self._fallbacks = meter.create_counter(
             REPAIR_FALLBACKS,
             unit="{session}",
-            description="Sessions served unrepaired because their repair raised.",
+            description=(
+                "Sessions served unrepaired (their repair or its upkeep raised) or with some "
+                "call events as stored (their placeholders unproven or out of call order)."
+            ),
         )
         self._durations = meter.create_histogram(
             GET_SESSION_DURATION,

@@ -4,16 +4,15 @@ A session belongs to the (``app_name``, ``user_id``) that created it, under
 its ``id``. ADK's own stores look sessions up by all three, so a request for
 another user's (or another app's) session finds nothing:
 
-- ``InMemorySessionService``: ``sessions[app_name][user_id][session_id]``
-  (google/adk/sessions/in_memory_session_service.py, 2.13.0:338-342);
+- ``InMemorySessionService``: ``sessions[app_name][user_id][session_id]``;
 - ``DatabaseSessionService`` and ``SqliteSessionService``: the primary key is
   (app_name, user_id, id) and every query filters on it;
-- ADK's ``RedisSessionService``: the key holds all three
-  (google/adk/integrations/redis/_redis_session_service.py, 2.13.0:101,
-  ``_session_key``), and ``list_sessions`` filters on app and user (:302);
+- ADK's ``RedisSessionService``: the key holds all three (``_session_key``),
+  and ``list_sessions`` filters on app and user;
 - ``VertexAiSessionService``: the engine is the app, and a session of another
-  user is refused (google/adk/sessions/vertex_ai_session_service.py,
-  2.13.0:295 and :378).
+  user is refused.
+
+docs/compatibility.md gives the ADK file and line of each.
 
 google-adk-community's ``RedisSessionService`` (0.5.0) does not: a session is
 stored under ``session:<id>`` alone, so ``get_session`` returns whatever
@@ -37,10 +36,7 @@ from collections.abc import Iterable
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 
-try:  # google-adk >= 2.0
-    from google.adk.errors.session_not_found_error import SessionNotFoundError
-except ImportError:  # pragma: no cover - google-adk 1.x raised ValueError
-    SessionNotFoundError = ValueError  # type: ignore[misc,assignment]
+from .adk import SessionNotFoundError
 
 #: The methods through which a session reaches a caller or is changed.
 OWNER_CHECKED_METHODS = ("get_session", "list_sessions", "delete_session", "append_event")
@@ -91,3 +87,16 @@ def owned_sessions(
 def not_found(session_id: str) -> SessionNotFoundError:
     """The error ADK's stores raise when appending to a session they do not hold."""
     return SessionNotFoundError(f"Session {session_id} not found.")
+
+
+def session_label(session: object) -> str:
+    """How a log line names `session`: ``app=<app> user=<user> session=<id>``, never contents."""
+    if session is None:
+        return "<unknown session>"
+    return key_label(tuple(getattr(session, field, "?") for field in ("app_name", "user_id", "id")))
+
+
+def key_label(key: tuple[object, ...]) -> str:
+    """`session_label` of the session with `key`: (app name, user id, session id)."""
+    app_name, user_id, session_id = key
+    return f"app={app_name} user={user_id} session={session_id}"

@@ -31,7 +31,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from pydantic import BaseModel
 
-from .adk_compat import adk_reads_error_code_of_responses
+from .adk import adk_reads_error_code_of_responses
 from .analysis import CallStatus, TrackedCall
 
 METADATA_KEY = "adk_pairing"
@@ -96,6 +96,17 @@ class PlaceholderTexts:
 
     def for_status(self, status: CallStatus) -> str:
         return self.pending if status is CallStatus.PENDING else self.missing
+
+    def with_overrides(
+        self, *, missing: str | None = None, pending: str | None = None
+    ) -> PlaceholderTexts:
+        """These texts with each one given (not None) in its place; these very texts if none is."""
+        if missing is None and pending is None:
+            return self
+        return PlaceholderTexts(
+            missing=missing if missing is not None else self.missing,
+            pending=pending if pending is not None else self.pending,
+        )
 
 
 def synthetic_event_id(call_event: Event) -> str:

@@ -6,11 +6,10 @@ for this request, has them repaired, assigns the result to
 session or any event.
 
 Where it runs: ``before_model_callback`` exists with the same keyword
-signature on every google-adk release we support (1.20.0 to 2.13.0,
-``plugins/base_plugin.py:233``). ADK calls the plugins' callbacks after its
-request processors have built ``llm_request.contents`` and before the agent's
-own ``before_model_callback`` (2.13.0 ``flows/llm_flows/core/_finalizer.py:151``;
-``base_llm_flow.py`` on older releases), so an agent callback that edits the
+signature on every google-adk release we support (1.20.0 to 2.13.0). ADK calls
+the plugins' callbacks after its request processors have built
+``llm_request.contents`` and before the agent's own ``before_model_callback``
+(docs/compatibility.md says where), so an agent callback that edits the
 contents afterwards is not covered.
 
 What it reads from the callback context:
@@ -21,8 +20,7 @@ What it reads from the callback context:
 * whether the model pairs calls with results by id (AnthropicLlm, LiteLlm,
   OpenAIResponsesLlm, looked up as ADK 2.12's ``_is_id_pairing_model`` does,
   without importing a provider): only then are id-less calls given ids. For
-  Gemini ADK strips its own ``adk-`` ids from the request on purpose
-  (``flows/llm_flows/context/_contents.py:398`` in 2.13.0);
+  Gemini ADK strips its own ``adk-`` ids from the request on purpose;
 * the placeholder texts of the `PairingSessionService` the runner uses, when
   the plugin was not given texts of its own, so the view and the request pass
   say the same thing whatever configured them (constructor, config file,
@@ -66,6 +64,7 @@ from .analysis import held_open_call_ids
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from .builder_check import builder_logs_quieted
 from .metrics import record_request_repairs
+from .ownership import session_label
 from .placeholders import PlaceholderTexts
 from .request_pass import repair_contents
 from .restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
@@ -125,12 +124,7 @@ class PairingPlugin(BasePlugin):
             if isinstance(session_service, PairingSessionService)
             else PlaceholderTexts()
         )
-        if self._missing_text is None and self._pending_text is None:
-            return base
-        return PlaceholderTexts(
-            missing=self._missing_text if self._missing_text is not None else base.missing,
-            pending=self._pending_text if self._pending_text is not None else base.pending,
-        )
+        return base.with_overrides(missing=self._missing_text, pending=self._pending_text)
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -146,7 +140,7 @@ class PairingPlugin(BasePlugin):
             logger.exception(
                 "adk_pairing: could not restore the calls ADK dropped from the model request "
                 "of session %s; repairing the request as ADK built it",
-                _session_label(session),
+                session_label(session),
             )
         try:
             fill = self._fill_missing_ids
@@ -163,7 +157,7 @@ class PairingPlugin(BasePlugin):
             logger.exception(
                 "adk_pairing: could not check the model request of session %s; "
                 "sending it as ADK built it",
-                _session_label(session),
+                session_label(session),
             )
             return None
         if result.contents is contents or not result.contents:
@@ -177,7 +171,7 @@ class PairingPlugin(BasePlugin):
         if notable:
             logger.warning(
                 "adk_pairing: repaired the model request of session %s: %s",
-                _session_label(session),
+                session_label(session),
                 "; ".join(repair.describe() for repair in notable),
             )
         return None
@@ -222,7 +216,7 @@ class PairingPlugin(BasePlugin):
                     "adk_pairing: ADK's request builder refused the history of session %s "
                     "with its unanswered calls answered (%s); the request goes out as ADK "
                     "built it, repaired by the request pass",
-                    _session_label(session),
+                    session_label(session),
                     type(error).__name__,
                 )
             return None
@@ -237,7 +231,7 @@ class PairingPlugin(BasePlugin):
                     "PairingPlugin ran (another plugin, or a request processor that rewrites "
                     "contents); the calls "
                     "ADK's request builder dropped could not be restored",
-                    _session_label(session),
+                    session_label(session),
                 )
             return None
         return spliced.contents
@@ -275,10 +269,3 @@ async def _build_contents(
         async for _ in request_processor.run_async(context, request):
             pass
     return list(request.contents)
-
-
-def _session_label(session: object) -> str:
-    """app/user/session, for log lines: ids only, never contents."""
-    if session is None:
-        return "<unknown>"
-    return "/".join(str(getattr(session, field, "?")) for field in ("app_name", "user_id", "id"))

@@ -12,7 +12,7 @@ the whole repair is not proven, the smallest part the check cannot prove is
 served as stored: the call events whose placeholders it rejects, found by
 halving the set of call events (`_provable_slots`), each call event with its
 placeholders kept or left out as one; every other call event keeps its
-placeholders, and the list served is itself proven (`RepairedHistory.unproven`).
+placeholders, and the list served is itself proven (`RepairedHistory.serves_some_as_stored`).
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ class RepairedHistory:
     served_as_stored: tuple[int, ...] = ()
 
     @property
-    def unproven(self) -> bool:
-        """True when the view serves some call events as stored (see `fallback`)."""
+    def serves_some_as_stored(self) -> bool:
+        """True when the view serves some call events as stored, for either `Fallback`."""
         return self.fallback is not None
 
 

@@ -85,12 +85,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import NamedTuple
 
 from google.genai import types
 
+from .adk.builder import NEWEST_BUILDER
 from .analysis import CallStatus, PairingLedger, TrackedCall
-from .builder_traits import NEWEST_BUILDER
+from .ledger import READS_BUILT_REQUEST
 from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
 from .provider_rules import answers_in_place, refused_when_paired_by_id, starts_a_model_turn
 from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
@@ -103,9 +104,6 @@ __all__ = [
     "RepairedContents",
     "repair_contents",
 ]
-
-if TYPE_CHECKING:
-    from google.adk.events.event import Event
 
 #: How an id-less call is named when `fill_missing_ids` is on.
 FILLED_ID_PREFIX = "call_pairing_"
@@ -356,19 +354,20 @@ def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
 class _Turn:
     """One input content as the ledger reads it: an event-like view of its parts.
 
-    `PairingLedger.walk` reads ``event.content.parts``, ``event.author``,
-    ``event.branch`` and ``event.long_running_tool_ids``; the request has no
-    events, no authors (one for all: the request's calls are all its model's)
-    and no branches (ADK's builder kept only what the requesting agent's branch
-    shows). The ledger marks calls held open by name; held-open ids come from
-    the session and are looked up only when a call needs a placeholder
-    (`_HeldOpen`).
+    An `adk_pairing.ledger_reads.EventRead`: the request has no events, no
+    authors (one for all: the request's calls are all its model's), no
+    branches (ADK's builder kept only what the requesting agent's branch
+    shows) and no rewinds (the builder applied them). The ledger marks calls
+    held open by name; held-open ids come from the session and are looked up
+    only when a call needs a placeholder (`_HeldOpen`).
     """
 
     __slots__ = ("is_model", "long_running_tool_ids", "parts", "source")
 
     author = "model"
     branch = None
+    actions = None
+    invocation_id = ""
 
     def __init__(
         self,
@@ -517,7 +516,7 @@ def _attribute(prepared: _Prepared) -> _Attribution:
     renames it apart, so it needs an answer of its own.
     """
     turns = prepared.turns
-    ledger = PairingLedger(NEWEST_BUILDER, reads_built_request=True)
+    ledger = PairingLedger(NEWEST_BUILDER, reads=READS_BUILT_REQUEST)
     settled: list[TrackedCall] = []
     answered_at: list[tuple[int, int]] = []
     for segment in prepared.segments:
@@ -525,7 +524,7 @@ def _attribute(prepared: _Prepared) -> _Attribution:
             ledger.pass_over((call.id, call.name or "") for call in segment.calls)
         elif segment.turns:
             ledger.walk(
-                cast("Sequence[Event]", turns[segment.turns.start : segment.turns.stop]),
+                turns[segment.turns.start : segment.turns.stop],
                 segment.turns.start,
                 settled,
                 answered_at=answered_at,

@@ -20,8 +20,8 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
   the next full read returns.
 * A failed append leaves no phantom: ADK's base ``append_event`` puts the event
   into the session object before a store such as ``RedisSessionService``
-  writes it (``integrations/redis/_redis_session_service.py:349`` in 2.13), so
-  when the write raises, the inner session holds an event the store does not.
+  writes it, so when the write raises, the inner session holds an event the
+  store does not.
   The decorator takes it out again and leaves the view as it was, so the view
   never shows it and the next append starts from what the store holds.
 * Reads and appends of a SQLite-backed store (``DatabaseSessionService`` over
@@ -29,8 +29,8 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
   cancellation. Cancelled while it awaits a query, a read or an append of
   ``DatabaseSessionService`` leaves the database locked until the cyclic
   garbage collector runs (the statement still runs in aiosqlite's thread;
-  SQLAlchemy closes the connection without closing the cursor,
-  ``engine/base.py:2334`` in 2.1.9; see benchmarks/RESULTS.md), and every
+  SQLAlchemy closes the connection without closing the cursor; see
+  benchmarks/RESULTS.md and docs/compatibility.md), and every
   later write fails with "database is locked". Shielded, the caller still
   gets ``CancelledError`` at once; the call finishes in the background,
   closing its cursor. For a read that costs no database work that was not
@@ -62,13 +62,20 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .adk_compat import adk_drops_unanswered_calls, close_session_service
+from .adk import adk_drops_unanswered_calls, close_session_service, is_sqlite_backed
 from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
-from .ownership import checks_ownership, is_owned_by, not_found, owned_sessions
+from .ownership import (
+    checks_ownership,
+    is_owned_by,
+    key_label,
+    not_found,
+    owned_sessions,
+    session_label,
+)
 from .placeholders import PlaceholderTexts
 from .repair import Fallback, RepairedHistory, repair_history
 from .uris import PAIRING_PREFIX, is_pairing_uri
@@ -167,7 +174,7 @@ class PairingSessionService(BaseSessionService):
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
-        self._shield_calls = _cancelled_calls_lock_the_store(inner)
+        self._shield_calls = is_sqlite_backed(inner)
         # Shielded calls run on when their caller is cancelled; kept here so
         # the event loop does not drop them and `close` can wait for them.
         self._calls_in_flight: set[asyncio.Future[Any]] = set()
@@ -175,11 +182,7 @@ class PairingSessionService(BaseSessionService):
         # read or append of that session waits for it.
         self._writes_in_flight: dict[SessionKey, asyncio.Future[Any]] = {}
         self._analysis_cache = AnalysisCache(analysis_cache_size)
-        defaults = PlaceholderTexts()
-        self._texts = PlaceholderTexts(
-            missing=missing_text if missing_text is not None else defaults.missing,
-            pending=pending_text if pending_text is not None else defaults.pending,
-        )
+        self._texts = PlaceholderTexts().with_overrides(missing=missing_text, pending=pending_text)
 
     @property
     def inner(self) -> BaseSessionService:
@@ -276,7 +279,7 @@ class PairingSessionService(BaseSessionService):
         cancelled, so none is left running against a closed engine and no
         event whose append started is lost. google-adk 1.20's
         ``DatabaseSessionService`` has no ``close``; its ``db_engine`` is
-        disposed instead (see `adk_pairing.adk_compat`).
+        disposed instead (`adk_pairing.adk.close_session_service`).
         """
         while self._calls_in_flight:
             # A call that fails was logged already (`_report_abandoned`).
@@ -333,7 +336,7 @@ class PairingSessionService(BaseSessionService):
             logger.exception(
                 "adk-pairing could not update the view of session %s; "
                 "serving the stored events unrepaired; the next append rebuilds the view",
-                _session_key(inner),
+                session_label(inner),
             )
             view_state.serve_unrepaired(session)
             if metrics := live_metrics():
@@ -409,7 +412,7 @@ class PairingSessionService(BaseSessionService):
         except Exception:
             logger.exception(
                 "adk-pairing could not repair session %s; returning it as stored",
-                _session_key(stored),
+                session_label(stored),
             )
             self._analysis_cache.forget(_cache_key(stored))
             if metrics := live_metrics():
@@ -436,12 +439,10 @@ class PairingSessionService(BaseSessionService):
             if _logged_once.first_time(key):
                 logger.warning(
                     "Unanswered function call %s (%s) has no recorded result; the view "
-                    "answers it with a placeholder. app=%s user=%s session=%s",
+                    "answers it with a placeholder. %s",
                     call.call_id or "<no id>",
                     call.name,
-                    stored.app_name,
-                    stored.user_id,
-                    stored.id,
+                    session_label(stored),
                 )
 
 
@@ -480,7 +481,7 @@ def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> Non
         "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
         "or merges them out of call order); the view serves %d of its %d call events "
         "with unanswered calls as stored. %s",
-        _session_key(stored),
+        session_label(stored),
         shape,
         len(repaired.served_as_stored),
         len(repaired.served_as_stored) + len(repaired.slots),
@@ -525,42 +526,22 @@ def _report_abandoned(call: asyncio.Future[Any], writes_to: SessionKey | None) -
         return
     if call.cancelled():
         logger.error(
-            "adk-pairing: an append to session app=%s user=%s session=%s whose caller was "
+            "adk-pairing: an append to session %s whose caller was "
             "cancelled was itself cancelled before it finished (was the event loop shut down "
             "before close()?); the event may not be stored",
-            *writes_to,
+            key_label(writes_to),
         )
     elif (error := call.exception()) is not None:
         logger.error(
-            "adk-pairing: an append to session app=%s user=%s session=%s whose caller was "
+            "adk-pairing: an append to session %s whose caller was "
             "cancelled failed; the event is not stored",
-            *writes_to,
+            key_label(writes_to),
             exc_info=error,
         )
 
 
-def _cancelled_calls_lock_the_store(inner: BaseSessionService) -> bool:
-    """Whether `inner` keeps SQLite in aiosqlite's thread (see the module docstring).
-
-    ADK's `DatabaseSessionService` on a SQLite engine, or its
-    `SqliteSessionService` (subclasses included): the stores whose reads and
-    appends are shielded from cancellation.
-    """
-    names = {cls.__name__ for cls in type(inner).__mro__}
-    if "SqliteSessionService" in names:
-        return True
-    if "DatabaseSessionService" not in names:
-        return False
-    dialect = getattr(getattr(inner, "db_engine", None), "dialect", None)
-    return getattr(dialect, "name", None) == "sqlite"
-
-
 def _cache_key(session: Session) -> SessionKey:
     return (session.app_name, session.user_id, session.id)
-
-
-def _session_key(session: Session) -> str:
-    return f"app={session.app_name} user={session.user_id} session={session.id}"
 
 
 def create_session_service(

@@ -10,17 +10,15 @@ returned. The rules it keeps:
 * A view remembers the inner service's own session object (`ViewState.inner`)
   and every append goes to the inner service with that object, never with the
   view. ADK's stores append to the session object they are given
-  (``BaseSessionService.append_event`` ends in ``session.events.append``,
-  ``sessions/base_session_service.py:185`` in 2.13) and check it against their revision
-  markers (``DatabaseSessionService.append_event`` compares
-  ``_storage_update_marker``, ``sessions/database_session_service.py:978`` in
-  2.13): given the view they would persist synthetic events and compare the
-  wrong marker.
+  (``BaseSessionService.append_event`` ends in ``session.events.append``) and
+  check it against their revision markers (``DatabaseSessionService``
+  compares ``_storage_update_marker``): given the view they would persist
+  synthetic events and compare the wrong marker.
 * After an append the view equals what a fresh read would return, including
   inside a running turn: ADK's runner appends to the very session object the
   next request is built from (``append_event(session=invocation_context.session,
-  ...)``, ``runners.py:1554`` in 2.13), so a view that lagged one event would
-  send an unanswered call to the model.
+  ...)`` in ``runners.py``), so a view that lagged one event would send an
+  unanswered call to the model.
 * The upkeep is incremental: O(parts of the new events), plus one re-render of
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, an append after a response event that made the ledger
@@ -44,7 +42,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from .analysis import PairingLedger, build_ledger, is_rewind
+from .analysis import Observation, PairingLedger, build_ledger, is_rewind
 from .placeholders import PlaceholderTexts, RepairedSlot
 from .repair import RepairedHistory, repair_history
 
@@ -81,12 +79,17 @@ class ViewState:
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
-        self.checked = repaired.unproven or any(
+        self.checked = repaired.serves_some_as_stored or any(
             slot.anchor is None for slot in repaired.slots.values()
         )
 
     def catch_up(self, view: PairedSession, stored_before: int) -> None:
-        """Brings `view` up to date with the inner session, which held `stored_before` events."""
+        """Brings `view` up to date with the inner session, which held `stored_before` events.
+
+        Event by event while `_can_observe`, and each one's `_apply`; whatever
+        either refuses, the view is repaired again from the store's history,
+        which the rebuild walks to its end.
+        """
         inner_events = self.inner.events
         stored_now = len(inner_events)
         if stored_now == stored_before:
@@ -99,60 +102,70 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
-            if ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls):
-                # The next event with parts releases the withheld calls (ADK
-                # <= 2.10, see `PairingLedger`), and `observe` does not report
-                # that release; an irregular history's placeholders hold only
-                # once ADK's builder has checked the whole view
-                # (`adk_pairing.builder_check`). So the view is repaired again from the
-                # store's history, which the rebuild walks to its end.
+            if not self._can_observe(ledger):
                 self.rebuild(view)
                 return
             view_events.append(event)
-            settled, opened, held = ledger.observe(event, index)
-            if ledger.placements_moved:
-                # Some placeholders must move back to their call events.
-                ledger.placements_moved = False
+            if not self._apply(view, ledger, ledger.observe(event, index)):
                 self.rebuild(view)
                 return
-            if ledger.irregular and ledger.open_calls:
-                self.rebuild(view)
-                return
-            if settled or held:
-                touched: dict[int, None] = {}
-                for call in settled:
-                    call_index = call.event_index
-                    if (
-                        self.slots[call_index].anchor != call_index
-                        or ledger.placement(call_index) != call_index
-                    ):
-                        # Its placeholders sit, or must now sit, after a later
-                        # event than the call (`PairingLedger.placement`).
-                        self.rebuild(view)
-                        return
-                    self.slots[call_index].settle(call.part_index)
-                    touched[call_index] = None
-                for call in held:
-                    # Its placeholder's status changed (a child run began or
-                    # stopped waiting): the slot is made again from the ledger,
-                    # where the view still holds its synthetic event.
-                    previous = self.slots.get(call.event_index)
-                    if previous is None:
-                        continue  # withheld from the view (see `PairingLedger`)
-                    slot = RepairedSlot(
-                        previous.call_event,
-                        ledger.open_calls[call.event_index],
-                        self.texts,
-                        previous.anchor,
-                    )
-                    slot.synthetic = previous.synthetic
-                    self.slots[call.event_index] = slot
-                    touched[call.event_index] = None
-                for call_index in touched:
-                    self._refresh_slot(view, call_index)
-            if opened is not None:
-                self._open_slot(view, opened)
             index += 1
+
+    def _can_observe(self, ledger: PairingLedger) -> bool:
+        """Whether the next event may be observed into the view as it stands.
+
+        Not while the ledger withholds calls: the next event with parts
+        releases them (older builders, `adk_pairing.ledger.older_builders`),
+        and `observe` does not report that release. Not after a check of the
+        whole view (`checked`), nor while an irregular history has open calls:
+        its placeholders hold only once ADK's builder has checked the whole
+        view (`adk_pairing.builder_check`).
+        """
+        return not (ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls))
+
+    def _apply(self, view: PairedSession, ledger: PairingLedger, observed: Observation) -> bool:
+        """Applies what observing the view's last event changed; False when it cannot.
+
+        It cannot when some placeholders must move back to their call events,
+        when the history turned irregular with open calls, or when a call
+        settled whose placeholders sit, or must now sit, after a later event
+        than the call (`PairingLedger.placement`).
+        """
+        settled, opened, held, placements_moved = observed
+        if placements_moved or (ledger.irregular and ledger.open_calls):
+            return False
+        if settled or held:
+            touched: dict[int, None] = {}
+            for call in settled:
+                call_index = call.event_index
+                if (
+                    self.slots[call_index].anchor != call_index
+                    or ledger.placement(call_index) != call_index
+                ):
+                    return False
+                self.slots[call_index].settle(call.part_index)
+                touched[call_index] = None
+            for call in held:
+                # Its placeholder's status changed (a child run began or
+                # stopped waiting): the slot is made again from the ledger,
+                # where the view still holds its synthetic event.
+                previous = self.slots.get(call.event_index)
+                if previous is None:
+                    continue  # withheld from the view (`WalksBack`)
+                slot = RepairedSlot(
+                    previous.call_event,
+                    ledger.open_calls[call.event_index],
+                    self.texts,
+                    previous.anchor,
+                )
+                slot.synthetic = previous.synthetic
+                self.slots[call.event_index] = slot
+                touched[call.event_index] = None
+            for call_index in touched:
+                self._refresh_slot(view, call_index)
+        if opened is not None:
+            self._open_slot(view, opened)
+        return True
 
     def rebuild(self, view: PairedSession) -> None:
         """Repairs the inner session's whole history again."""
@@ -244,7 +257,7 @@ def paired_view(
         last_update_time=stored.last_update_time,
     )
     view_state = ViewState(stored, ledger, texts)
-    if repaired.slots or repaired.unproven:
+    if repaired.slots or repaired.serves_some_as_stored:
         view_state.index_slots(repaired)
     view._pairing = view_state
     mirror_fields(view, stored)

@@ -37,7 +37,7 @@ from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.exc import OperationalError
 
 from adk_pairing import PairingSessionService
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 
 APP, USER, SESSION = "app", "user", "session"
 #: A short busy timeout, so a locked write fails in a fifth of a second, not five.

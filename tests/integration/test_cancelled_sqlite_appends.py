@@ -40,7 +40,7 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from tests.adk_features import STALE_WRITER_ERROR
 
 APP, USER, SESSION = "app", "user", "session"

@@ -19,7 +19,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from typer.testing import CliRunner
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli import app
 from tests.adk_features import HAS_ADK_REDIS, requires
 from tests.conftest import PG_HOST, PG_PORT, require_server

@@ -31,7 +31,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 
 #: Sessions in each store: at a few thousand sessions a second at best, a
 #: whole scan takes several seconds; the files stay under about 60 MB.

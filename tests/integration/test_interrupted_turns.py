@@ -15,8 +15,8 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import CallStatus, analyze
+from adk_pairing.adk.builder import builder_traits
 from adk_pairing.analysis import build_ledger
-from adk_pairing.builder_traits import builder_traits
 from tests.adk_features import BUILDER_CAN_PRESERVE_CALL_IDS
 
 from .support.backends import Backend

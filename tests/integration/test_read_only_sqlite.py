@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli._store import open_read_only
 
 

@@ -6,7 +6,7 @@ Anthropic's rule. The view must never be worse: no turn raises wrapped that
 does not raise unwrapped, no request is invalid wrapped that is valid
 unwrapped, and a real result is never displaced by a placeholder. What the
 builders do differently (and so what the view adds) is in the docstrings of
-`adk_pairing.analysis` and `adk_pairing.builder_traits`.
+`adk_pairing.ledger` and `adk_pairing.adk.builder`.
 
 Model ids such as ``call_1`` repeat across turns (OpenAI-style and some
 LiteLLM providers number them per response), which is what puts the older
@@ -21,7 +21,7 @@ import pytest
 from google.genai import types
 
 from adk_pairing import CallStatus
-from adk_pairing.builder_traits import builder_traits
+from adk_pairing.adk.builder import builder_traits
 from adk_pairing.placeholders import placeholder_text
 
 from .conftest import backend_params

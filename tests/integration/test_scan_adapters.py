@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli import _adapters
 from adk_pairing.cli._adapters import InternalsChanged
 from tests.adk_features import HAS_ADK_REDIS

@@ -127,7 +127,7 @@ async def _ties_are_ordered(service: BaseSessionService) -> bool:
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    from adk_pairing.adk_compat import close_session_service
+    from adk_pairing.adk import close_session_service
     from adk_pairing.cli._direct import probe_tie_break
 
     if not isinstance(service, DatabaseSessionService | SqliteSessionService):

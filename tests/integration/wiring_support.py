@@ -33,7 +33,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 
 from adk_pairing import METADATA_KEY
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"

@@ -1,11 +1,11 @@
-"""`adk_pairing.adk_compat`: releasing a service's resources on every google-adk."""
+"""`adk_pairing.adk`: releasing a service's resources on every google-adk."""
 
 from __future__ import annotations
 
 from google.adk.sessions import InMemorySessionService
 
 from adk_pairing import PairingSessionService
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 
 
 class _AsyncClose:

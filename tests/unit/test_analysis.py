@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from adk_pairing import analysis
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import CallStatus, PairingLedger, analyze, live_event_mask
-from adk_pairing.builder_traits import NEWEST_BUILDER
+from adk_pairing.ledger import pairing as ledger_pairing
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
 
@@ -14,7 +14,7 @@ from .events import call, model_event, response, response_event, rewind_event, u
 @pytest.fixture(autouse=True)
 def newest_builder(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests state the newest request builder's rules; older ones: test_builder_rules."""
-    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: NEWEST_BUILDER)
 
 
 def statuses(events: list) -> list[tuple[str, str]]:

@@ -20,11 +20,12 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adk_pairing import PairingSessionService, analysis, is_synthetic
+from adk_pairing import PairingSessionService, is_synthetic
 from adk_pairing import analysis_cache as analysis_cache_module
 from adk_pairing import service as service_module
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import PairingLedger, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER
+from adk_pairing.ledger import pairing as ledger_pairing
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
 from .test_properties import PlannedTurn, build_history, turn_lists
@@ -36,7 +37,7 @@ fast = settings(max_examples=80, deadline=None, suppress_health_check=[HealthChe
 @pytest.fixture(autouse=True)
 def newest_builder(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests state the newest request builder's rules; older ones: test_builder_rules."""
-    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: NEWEST_BUILDER)
 
 
 def open_call_summary(ledger: PairingLedger) -> dict[int, list[tuple[int, str | None, str]]]:

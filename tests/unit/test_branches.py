@@ -13,9 +13,9 @@ from google.adk.events.event import Event
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adk_pairing import analysis
+from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
 from adk_pairing.analysis import PairingLedger, analyze, branch_shows, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits
+from adk_pairing.ledger import pairing as ledger_pairing
 
 from .events import call, model_event, response, response_event, user_text
 
@@ -23,7 +23,7 @@ from .events import call, model_event, response, response_event, user_text
 @pytest.fixture(autouse=True)
 def newest_builder(monkeypatch: pytest.MonkeyPatch) -> None:
     """The newest builder's rules; the older builders' are in test_builder_rules."""
-    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: NEWEST_BUILDER)
 
 
 def _adk_branch_filter():  # type: ignore[no-untyped-def]
@@ -154,7 +154,7 @@ def test_the_view_check_builds_each_branchs_own_request() -> None:
     ledger = build_ledger(events)
     assert ledger.irregular and ledger.open_calls
     repaired = repair_history(events, ledger, PlaceholderTexts())
-    assert repaired.unproven
+    assert repaired.serves_some_as_stored
     assert repaired.events == events
 
 
@@ -205,7 +205,7 @@ def test_the_view_check_builds_the_request_of_every_branch_above_an_agents_own()
     }
     assert not [b for b, (stored, view) in verdicts.items() if stored and not view], verdicts
     if verdicts[None][0]:  # the root's request is valid as stored: the view is not served
-        assert repaired.unproven and repaired.events == events
+        assert repaired.serves_some_as_stored and repaired.events == events
 
 
 def _sibling_answers_after_the_other_call() -> list[Event]:

@@ -17,12 +17,12 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import builder_check, is_synthetic
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import analyze, build_ledger
 from adk_pairing.builder_check import (
     rule_holds,
     view_never_worse,
 )
-from adk_pairing.builder_traits import NEWEST_BUILDER
 from adk_pairing.checks import (
     anthropic_pairing_violations,
     anthropic_request,
@@ -97,8 +97,8 @@ def test_a_view_is_served_only_where_adks_request_from_it_is_never_worse() -> No
         ledger = build_ledger(events)
         repaired = repair_history(events, ledger, TEXTS)
         irregular += ledger.irregular
-        unproven += repaired.unproven
-        if repaired.unproven:
+        unproven += repaired.serves_some_as_stored
+        if repaired.serves_some_as_stored:
             _assert_served_as_stored(events, repaired)
             partly += bool(repaired.slots)
         for agent in {AGENT, "helper"}:
@@ -132,7 +132,7 @@ def test_placeholders_an_id_keyed_merge_would_collapse_are_not_served() -> None:
     assert ledger.irregular  # an id-less result no call waits for
     assert _valid(events) and not _valid(_placed(events))
     repaired = repair_history(events, ledger, TEXTS)
-    assert repaired.unproven
+    assert repaired.serves_some_as_stored
     assert repaired.events == events and not any(is_synthetic(e) for e in repaired.events)
 
 
@@ -332,7 +332,7 @@ def test_without_adks_builder_where_we_look_nothing_is_proven(
     events = _idless_results_after_a_placeholder()
     assert not view_never_worse(events, _placed(events))
     repaired = repair_history(events, build_ledger(events), TEXTS)
-    assert repaired.unproven and repaired.events == events
+    assert repaired.serves_some_as_stored and repaired.events == events
 
 
 def _unprovable_spot_then_an_interrupted_call() -> list[Event]:
@@ -361,7 +361,7 @@ def test_only_the_call_event_the_check_cannot_prove_is_served_as_stored() -> Non
     assert ledger.placement(1) is None
     repaired = repair_history(events, ledger, TEXTS)
     if view_never_worse(events, _placed(events)):
-        assert not repaired.unproven and list(repaired.slots) == [1, 4]
+        assert not repaired.serves_some_as_stored and list(repaired.slots) == [1, 4]
         return
     assert repaired.fallback is Fallback.ANSWERS_OUT_OF_ORDER
     assert repaired.served_as_stored == (1,)

@@ -8,15 +8,14 @@ in `test_probe_matches_what_the_installed_builder_does`.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing import analysis, repaired_events
+from adk_pairing import repaired_events
+from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
 from adk_pairing.analysis import analyze, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits, builder_traits
+from adk_pairing.ledger import pairing as ledger_pairing
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.repair import place_repairs
 
@@ -212,7 +211,7 @@ async def test_view_kept_by_appends_equals_a_fresh_read_through_withholding_and_
 
     from adk_pairing import PairingSessionService, is_synthetic
 
-    monkeypatch.setattr(analysis, "builder_traits", lambda: WALKS_BACK)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: WALKS_BACK)
     for cache_size in (0, 16):
         service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
         view = await service.create_session(app_name="app", user_id="u", session_id="s")
@@ -244,15 +243,3 @@ def test_an_orphan_result_after_the_result_does_not_end_the_hazard_where_adk_dro
     assert placeholders(
         events, BY_LAST_RESPONSE._replace(history_pairs_by_last_response=False)
     ) == ["call_2"]
-
-
-def test_a_release_without_the_contents_shim_is_taken_for_the_newest_builder(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # With the package attribute gone and a None entry in sys.modules,
-    # `from ... import contents` raises ImportError, as on a release that moved the shim.
-    from google.adk.flows import llm_flows
-
-    monkeypatch.delattr(llm_flows, "contents")
-    monkeypatch.setitem(sys.modules, "google.adk.flows.llm_flows.contents", None)
-    assert builder_traits.__wrapped__() == NEWEST_BUILDER

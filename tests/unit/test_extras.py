@@ -109,7 +109,7 @@ def test_demo_falls_back_to_gemini_rule_when_adks_anthropic_converter_cannot_imp
 
     import google.adk.models
 
-    from adk_pairing.adk_compat import anthropic_converter_installed
+    from adk_pairing.adk import anthropic_converter_installed
     from adk_pairing.cli import _demo
 
     monkeypatch.delattr(google.adk.models, "anthropic_llm", raising=False)

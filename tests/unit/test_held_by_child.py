@@ -7,9 +7,9 @@ from google.adk.events.event import Event
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adk_pairing import analysis
+from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
 from adk_pairing.analysis import PairingLedger, analyze, build_ledger, held_by_child
-from adk_pairing.builder_traits import NEWEST_BUILDER, BuilderTraits
+from adk_pairing.ledger import pairing as ledger_pairing
 from tests.adk_features import requires
 
 from .events import call, model_event, response, response_event, user_text
@@ -118,7 +118,7 @@ def test_a_grandchild_waiting_holds_its_parent_and_grandparent_calls() -> None:
 def test_observing_the_waiting_child_reports_the_parent_call_it_holds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: NEWEST_BUILDER)
     events = _parent_and_child(_waiting_child())
     ledger = PairingLedger()
     ledger.walk(events[:2], 0)
@@ -151,7 +151,7 @@ def test_a_parent_call_is_missing_again_once_its_child_stops_waiting(
 def test_observing_the_child_stop_waiting_reports_the_parent_call_it_released(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(analysis, "builder_traits", lambda: NEWEST_BUILDER)
+    monkeypatch.setattr(ledger_pairing, "builder_traits", lambda: NEWEST_BUILDER)
     answer = response_event([response("child_1", "start_job")], author="user")
     answer.branch = "child@parent_1"
     events = [*_parent_and_child(_waiting_child()), answer]

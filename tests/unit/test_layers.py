@@ -28,8 +28,21 @@ PACKAGE = Path(adk_pairing.__file__).parent
 #: Modules that hold rules and never do I/O: no ``async def``, no ``await``.
 PURE = (
     "analysis.py",
+    "ledger/__init__.py",
+    "ledger/calls.py",
+    "ledger/child_runs.py",
+    "ledger/older_builders.py",
+    "ledger/open_calls.py",
+    "ledger/pairing.py",
+    "ledger/placement.py",
+    "ledger/rewinds.py",
+    "ledger_reads.py",
     "analysis_cache.py",
     "builder_traits.py",
+    "adk/builder.py",
+    "adk/events.py",
+    "adk/_modules.py",
+    "adk/models.py",
     "request_pass.py",
     "restore_pass.py",
     "ownership.py",
@@ -70,6 +83,15 @@ LAYER_NAMES = ("wire", "core", "passes", "shells")
 LAYER_OF = {
     "wire": WIRE,
     "analysis": CORE,
+    # The ledger's parts (`adk_pairing.ledger`).
+    "ledger": CORE,
+    "ledger.calls": CORE,
+    "ledger.child_runs": CORE,
+    "ledger.older_builders": CORE,
+    "ledger.open_calls": CORE,
+    "ledger.pairing": CORE,
+    "ledger.placement": CORE,
+    "ledger.rewinds": CORE,
     "analysis_cache": CORE,
     "builder_traits": CORE,
     "ledger_reads": CORE,
@@ -82,6 +104,13 @@ LAYER_OF = {
     "builder_check": CORE,
     "checks": CORE,
     # What the installed ADK does, detected by feature: read by the core and the shells.
+    "adk": CORE,
+    "adk._modules": CORE,
+    "adk.builder": CORE,
+    "adk.events": CORE,
+    "adk.models": CORE,
+    "adk.stores": CORE,
+    # The probes' former homes, kept importable.
     "adk_compat": CORE,
     "request_pass": PASSES,
     # The plugin's restore of dropped calls: the view's placement, then the request pass.
@@ -348,5 +377,5 @@ def test_a_restated_provider_rule_is_caught() -> None:
 def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:
     """The request pass answers with the view's placeholder without the view's check."""
     graph = _graph()
-    assert graph["placeholders"] <= {"adk_compat", "analysis", "wire", "builder_traits"}
+    assert graph["placeholders"] <= {"adk", "adk_compat", "analysis", "wire", "builder_traits"}
     assert not {"repair", "builder_check", "view"} & graph["request_pass"]

@@ -20,8 +20,8 @@ from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adk_pairing.adk.builder import BuilderTraits
 from adk_pairing.analysis import analyze, is_rewind
-from adk_pairing.builder_traits import BuilderTraits
 from adk_pairing.ledger_reads import (
     ACTIONS_FIELDS,
     CALL_FIELDS,

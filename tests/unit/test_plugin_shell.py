@@ -133,7 +133,7 @@ async def test_plugin_sends_the_request_as_built_when_the_repair_fails(
         )
     assert result is None
     assert request.contents is contents
-    assert "app/u/s-1" in caplog.text
+    assert "app=app user=u session=s-1" in caplog.text
 
 
 async def test_a_builder_refusing_the_restored_history_is_logged_once_and_not_retried(

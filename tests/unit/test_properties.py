@@ -25,9 +25,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import analyze, is_synthetic, repaired_events
-from adk_pairing.analysis import PairingLedger, TrackedCall, _live_runs, build_ledger
-from adk_pairing.builder_traits import NEWEST_BUILDER, builder_traits
+from adk_pairing.adk.builder import NEWEST_BUILDER, builder_traits
+from adk_pairing.analysis import PairingLedger, TrackedCall, build_ledger
 from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.ledger.rewinds import live_runs
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.repair import place_repairs
 from tests.adk_features import (
@@ -145,7 +146,7 @@ def newest_view(events: list[Event]) -> list[Event]:
 
 
 #: The claims about ADK's request below hold for builders that pair reused ids
-#: by the newest call. Older ones (adk_pairing.builder_traits) attribute a
+#: by the newest call. Older ones (adk_pairing.adk.builder) attribute a
 #: reused id's result elsewhere or raise on a walk back, so the view leaves such
 #: calls as stored: the request is exactly the unwrapped one, never worse
 #: (test_request_never_worse), and only PairingPlugin can make it valid. A
@@ -154,7 +155,7 @@ def newest_view(events: list[Event]) -> list[Event]:
 view_alone_cannot_fix_reused_ids = pytest.mark.xfail(
     builder_traits() != NEWEST_BUILDER,
     reason=f"google-adk {adk_version}'s request builder mis-pairs reused ids "
-    "(adk_pairing.builder_traits): the view keeps such calls as stored, never worse "
+    "(adk_pairing.adk.builder): the view keeps such calls as stored, never worse "
     "(test_request_never_worse); PairingPlugin repairs the request",
     strict=True,
 )
@@ -311,7 +312,7 @@ def _statuses_of(calls: list[TrackedCall]) -> list[tuple[int, str | None, str]]:
 def test_live_runs_cover_exactly_the_live_events(live: list[bool]) -> None:
     covered = [False] * len(live)
     previous_stop = -1
-    for start, stop in _live_runs(live):
+    for start, stop in live_runs(live):
         assert previous_stop < start < stop  # ordered, non-empty, never adjacent
         covered[start:stop] = [True] * (stop - start)
         previous_stop = stop

@@ -3,10 +3,9 @@
 Reading a store around ``get_session`` needs the service's connection, which
 ADK keeps as an implementation detail: ``DatabaseSessionService.db_engine``,
 the ``_get_redis()`` method and ``config.key_prefix`` of ADK's
-``RedisSessionService`` (``integrations/redis/_redis_session_service.py:72``,
-``:75`` in 2.13), and the ``cache`` client of google-adk-community's
-``RedisSessionService``. Each is read here, in one function per store, and
-nowhere else. When a release renames one, the function raises
+``RedisSessionService`` (docs/compatibility.md says where), and the ``cache``
+client of google-adk-community's ``RedisSessionService``. Each is read here,
+in one function per store, and nowhere else. When a release renames one, the function raises
 `InternalsChanged` naming the attribute; the scan then falls back to
 ``get_session`` and says why, instead of failing with an ``AttributeError``
 halfway through. ``tests/integration/test_scan_adapters.py`` calls each

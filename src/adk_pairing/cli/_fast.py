@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from ..analysis import analyze, is_rewind
 from ..ledger_reads import (
@@ -51,9 +51,6 @@ def _json_parser() -> Callable[[str | bytes], Any]:
 
 
 parse_json = _json_parser()
-
-if TYPE_CHECKING:
-    from google.adk.events.event import Event
 
 #: Substrings of a stored event that mark it as one the analysis needs: a call,
 #: a result or a rewind, in both spellings ADK's models read.
@@ -259,6 +256,4 @@ def needs_confirmation(events: Sequence[LightEvent]) -> bool:
     present (the fast path skips the rows that would say where its annulled
     stretch starts).
     """
-    # The core reads only the attributes a `LightEvent` has (see the module docstring).
-    as_events = cast("Sequence[Event]", events)
-    return any(is_rewind(event) for event in as_events) or not analyze(as_events).is_healthy
+    return any(is_rewind(event) for event in events) or not analyze(events).is_healthy

@@ -37,7 +37,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from ..adk_compat import close_session_service, sqlite_service_parses_uris
+from ..adk import close_session_service, sqlite_service_parses_uris
 from ..extras import install_line, missing_extra
 from ..factory import create_inner_session_service
 from ..masking import mask_uri
@@ -282,8 +282,8 @@ def _read_only_sqlite_service(path: str) -> BaseSessionService:
     if sqlite_service_parses_uris():
         return adk_sqlite.SqliteSessionService(db_path=f"sqlite:///{quote(path)}?mode=ro")
 
-    # google-adk 1.20 passes db_path to aiosqlite.connect as a file name
-    # (sqlite_session_service.py:418), so "?mode=ro" would name another file.
+    # google-adk 1.20 passes db_path to aiosqlite.connect as a file name, so
+    # "?mode=ro" would name another file.
     # Its one connection factory is overridden instead: the same set-up
     # (row factory, foreign keys, the schema script, which is a no-op on an ADK
     # store and refused by SQLite on anything else), on a read-only SQLite URI.

@@ -24,7 +24,7 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 
 #: Every backend kind, in the order tests are parametrized.
 BACKEND_KINDS = (
@@ -49,7 +49,7 @@ def _adk_redis_appends_in_a_transaction() -> bool:
     """
     import inspect
 
-    from adk_pairing.adk_compat import has_adk_redis_session_service
+    from adk_pairing.adk import has_adk_redis_session_service
 
     if not has_adk_redis_session_service():
         return True  # no such store on this version: nothing is lost

@@ -36,8 +36,8 @@ from google.genai import types
 
 import adk_pairing
 from adk_pairing import PairingSessionService, analyze, is_synthetic
+from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.analysis import CallStatus, TrackedCall
-from adk_pairing.builder_traits import NEWEST_BUILDER
 from adk_pairing.checks import RULES
 
 from .backends import Backend

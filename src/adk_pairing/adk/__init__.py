@@ -1,0 +1,53 @@
+"""Every difference between the google-adk releases adk-pairing supports, by name.
+
+One wheel serves ``google-adk>=1.20,<3``. Each difference is detected by
+feature (running ADK's own function, an import, an attribute), never assumed
+from a version number, so a backport or a patch release is handled by what it
+contains; the version is only quoted in messages. Where a probe cannot tell
+(a module gone, a function reshaped), it assumes the newest release's
+behaviour. The table of release × behaviour × ADK file and line is in
+docs/compatibility.md; the code keeps one line of reason per probe.
+
+* `adk_pairing.adk.builder`: how the request builder pairs reused ids
+  (`builder_traits`) and whether it drops a call nothing answers
+  (`adk_drops_unanswered_calls`);
+* `adk_pairing.adk.events`: what ADK decides from an event's ``error_code``;
+* `adk_pairing.adk.models`: which model converters this process can use;
+* `adk_pairing.adk.stores`: what the session stores offer (closing, Redis,
+  SQLite URIs, the error for a missing session).
+"""
+
+from __future__ import annotations
+
+from google.adk import __version__ as ADK_VERSION
+
+from .builder import NEWEST_BUILDER, BuilderTraits, adk_drops_unanswered_calls, builder_traits
+from .events import adk_reads_error_code_of_responses
+from .models import anthropic_converter_installed, litellm_imported
+from .stores import (
+    MIN_ADK_FOR_REDIS,
+    REDIS_ALTERNATIVE,
+    SessionNotFoundError,
+    close_session_service,
+    has_adk_redis_session_service,
+    is_sqlite_backed,
+    sqlite_service_parses_uris,
+)
+
+__all__ = [
+    "ADK_VERSION",
+    "MIN_ADK_FOR_REDIS",
+    "NEWEST_BUILDER",
+    "REDIS_ALTERNATIVE",
+    "BuilderTraits",
+    "SessionNotFoundError",
+    "adk_drops_unanswered_calls",
+    "adk_reads_error_code_of_responses",
+    "anthropic_converter_installed",
+    "builder_traits",
+    "close_session_service",
+    "has_adk_redis_session_service",
+    "is_sqlite_backed",
+    "litellm_imported",
+    "sqlite_service_parses_uris",
+]

@@ -1,0 +1,129 @@
+"""What the installed ADK's request builder does, probed once on its own functions.
+
+ADK's contents request processor changed between releases in ways that decide
+where a placeholder may go and whether a call nothing answers is sent. Each is
+detected by running (or looking up) ADK's own function, never from a version
+number: a backport, a patch release or a vendored fork is judged by what it
+does. The releases, behaviours and ADK files behind each trait are tabled in
+docs/compatibility.md ("What the request builder does, by release").
+
+``history_pairs_by_last_response``
+    The builder maps every call id to the *last* event holding a response with
+    that id and puts that event after *every* call with that id, so a
+    placeholder for a reused id that comes last replaces the real result of an
+    earlier call. Newer builders give a response to the newest call before it
+    with its id.
+
+``latest_response_walks_back``
+    When the trailing response event does not directly follow its call event,
+    the builder walks back through the history, and an older call event
+    sharing an id with the one it found either raises ``ValueError: Last
+    response event should only contain the responses...`` or becomes the new
+    start of a merge that drops everything after it. This runs before any
+    ``before_model_callback``, so nothing later can catch it. Newer builders
+    find each result's own call event instead.
+
+``drops_orphan_responses``
+    The builder drops a response no call carries the id of before its
+    rearrangers run, so such an event is never its last one.
+
+The probes run ADK's pure rearranging functions on plain events (no I/O). If a
+function or its module is absent, or fails in an unforeseen way, the newest
+behaviour is assumed (`NEWEST_BUILDER`): the probe can only get more careful,
+never less (tests/unit/test_adk_probes.py removes the module and checks it).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+from google.adk.events.event import Event
+from google.genai import types
+
+from ._modules import imported_or_none
+
+
+class BuilderTraits(NamedTuple):
+    """How the installed ADK's request builder attributes responses (module docstring)."""
+
+    history_pairs_by_last_response: bool
+    latest_response_walks_back: bool
+    drops_orphan_responses: bool = True
+
+
+#: The newest builder's traits: no reused-id hazard in the request builder.
+NEWEST_BUILDER = BuilderTraits(
+    history_pairs_by_last_response=False, latest_response_walks_back=False
+)
+
+_CONTENTS = "google.adk.flows.llm_flows.contents"
+_REARRANGER = "google.adk.flows.llm_flows.tools._rearranger"
+
+
+def _event(author: str, role: str, parts: list[types.Part]) -> Event:
+    return Event(
+        author=author, invocation_id="probe", content=types.Content(role=role, parts=parts)
+    )
+
+
+def _calls(*ids: str) -> Event:
+    parts = [types.Part(function_call=types.FunctionCall(id=i, name="probe")) for i in ids]
+    return _event("agent", "model", parts)
+
+
+def _responses(*ids: str) -> Event:
+    parts = [
+        types.Part(function_response=types.FunctionResponse(id=i, name="probe", response={}))
+        for i in ids
+    ]
+    return _event("agent", "user", parts)
+
+
+def _probe_history_pairs_by_last_response(contents: object) -> bool:
+    rearrange = contents._rearrange_events_for_async_function_responses_in_history  # type: ignore[attr-defined]
+    first_result, second_result = _responses("reused"), _responses("reused")
+    events = [_calls("reused"), first_result, _calls("reused"), second_result]
+    rearranged = rearrange(events)
+    # Pairing by the newest preceding call keeps the first result after the first call.
+    return rearranged[1] is not first_result
+
+
+def _probe_latest_response_walks_back(contents: object) -> bool:
+    rearrange = contents._rearrange_events_for_latest_function_response  # type: ignore[attr-defined]
+    events = [_calls("a"), _calls("a", "b"), _responses("b"), _responses("a")]
+    try:
+        rearrange(events)
+    except ValueError:
+        return True
+    return False
+
+
+@functools.cache
+def builder_traits() -> BuilderTraits:
+    """The installed ADK's traits (see the module docstring); probed on first use."""
+    contents = imported_or_none(_CONTENTS)
+    if contents is None:  # the shim is gone: assume the newest builder
+        return NEWEST_BUILDER
+    try:
+        by_last = _probe_history_pairs_by_last_response(contents)
+    except Exception:  # absent or reshaped: assume the newest builder
+        by_last = False
+    try:
+        walks_back = _probe_latest_response_walks_back(contents)
+    except Exception:
+        walks_back = False
+    drops_orphans = hasattr(contents, "_drop_orphaned_function_responses")
+    return BuilderTraits(by_last, walks_back, drops_orphans)
+
+
+@functools.cache
+def adk_drops_unanswered_calls() -> bool:
+    """Whether ADK's request builder drops a call nothing answers, logging a warning.
+
+    Builders without ``drop_orphaned_function_calls`` send the call as stored
+    (and Anthropic's API rejects it); its module is absent from those releases,
+    so absence means an older builder here, not an unforeseen one.
+    """
+    rearranger = imported_or_none(_REARRANGER)
+    return rearranger is not None and hasattr(rearranger, "drop_orphaned_function_calls")

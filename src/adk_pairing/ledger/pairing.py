@@ -1,0 +1,367 @@
+"""The ledger: which function calls an event history answers, by the newest builder's rules.
+
+The rules follow the ones ADK itself applies when it builds a model request
+(google-adk 2.11 and later; older builders' differences are
+`adk_pairing.ledger.older_builders`):
+
+* A function response answers the *newest preceding* call with the same id
+  (model-issued ids such as Gemini's ``call_1`` repeat across turns, so "a
+  response with this id exists somewhere" does not mean "this call was
+  answered"). A response in the same event as a call does not answer it.
+* Branches scope who answers whom. ADK's request builder shows an agent only
+  the events of its own branch, of its ancestors and branch-less ones
+  (`branch_shows`), and pairs within what it keeps: two `ParallelAgent`
+  branches may each call ``call_0`` and each answer its own. So a response in
+  a branch answers the newest preceding open call with its id *among the calls
+  its branch shows*; a branch-less response sees every call.
+* A call without an id is answered by a later id-less response of the same
+  name. Like ADK's rearranger, the response belongs to the newest preceding
+  event with an id-less call of that name; within that event, responses take
+  the calls in order, one each. (Reaching back to an older event's open call
+  instead would pair a result with a call it is not adjacent to on the wire.)
+* Rewinds annul events (`adk_pairing.ledger.rewinds`): the walk never sees
+  annulled events.
+* An unanswered call is *pending* when ADK holds it open on purpose
+  (`adk_pairing.wire.is_held_open`), or while the child run it started waits
+  (`adk_pairing.ledger.child_runs`), and *missing* otherwise.
+* A call sharing its `Part` with text (or a signed thought) is not a call on
+  the wire (`adk_pairing.wire.never_sent_as_a_call`), so a placeholder for it
+  would be an orphan ``tool_result``. Malformed input.
+* The same id twice in one event (malformed) is one ``tool_use`` id on the
+  wire: one result answers both, so only the first is tracked.
+
+Irregular histories (docs/irregular-histories.md; `adk_pairing.wire.IrregularShape`)
+are marked (`PairingLedger.shapes`) where the walk meets them, so that
+`adk_pairing.builder_check` can check their view against ADK's own builder.
+A response repeating the id of an answered call in an event of its own (a
+long-running tool's progress updates) is regular.
+
+`PairingLedger` keeps this state incrementally, one event at a time, so the
+session-service decorator can keep a view current on every ``append_event``
+without rescanning the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
+from ..ledger_reads import EventRead, PartRead
+from ..wire import (
+    IrregularShape,
+)
+from .calls import (
+    NOTHING_CHANGED,
+    CallCopies,
+    Observation,
+    OpenCalls,
+    TrackedCall,
+    earlier_response_with,
+)
+from .child_runs import ChildRuns
+from .older_builders import EventAt, older_builder_for
+from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
+from .placement import Placements
+
+#: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
+_event_at = tuple.__new__
+
+
+class PairingLedger:
+    """Attributes responses to calls, one event at a time, in O(parts) each.
+
+    ``open_calls`` (event index -> its unanswered calls) is what a repaired
+    view needs. Its parts: `OpenCallIndex`, `Placements`, `ChildRuns`, and the
+    older builder `traits` choose (`adk_pairing.ledger.older_builders`), which
+    sees only `LedgerForOlderBuilders`. `reads` is a `ReadPolicy`.
+    """
+
+    __slots__ = (
+        "_child_runs",
+        "_index",
+        "_older",
+        "_placements",
+        "calls",
+        "reads",
+        "shapes",
+        "traits",
+    )
+
+    def __init__(
+        self, traits: BuilderTraits | None = None, *, reads: ReadPolicy = READS_STORED_EVENTS
+    ) -> None:
+        self.traits = traits if traits is not None else builder_traits()
+        # None under the newest builder: its rules are the plain path.
+        self._older = older_builder_for(self.traits)
+        self.reads = reads
+        #: Every call observed, in order (after `carry_forward`: the calls
+        #: open at that point and every call observed since).
+        self.calls: list[TrackedCall] = []
+        self._index = OpenCallIndex()
+        self._child_runs = ChildRuns()
+        self._placements = Placements()
+        #: The irregular shapes of the history walked so far (see the module
+        #: docstring). Added to only on branches a regular history never takes.
+        self.shapes: set[IrregularShape] = set()
+
+    @property
+    def irregular(self) -> bool:
+        """Whether the history walked so far has an irregular shape (`shapes`)."""
+        return bool(self.shapes)
+
+    @property
+    def withholding(self) -> bool:
+        """True while an older builder withholds calls (`WalksBack`), which `observe` never
+        reports releasing: a view kept current rebuilds on its next append instead."""
+        older = self._older
+        return older is not None and older.withholding
+
+    @property
+    def open_calls(self) -> OpenCalls:
+        """Event index -> its unanswered calls, in part order (only events that have some)."""
+        return OpenCalls(self._index.slots)
+
+    def placement(self, index: int) -> int | None:
+        """After which event the placeholders of call event `index` go; None if nowhere.
+
+        See `adk_pairing.ledger.placement`.
+        """
+        return self._placements.placement(index, self._index.slots.get(index))
+
+    def observe(self, event: EventRead, index: int) -> Observation:
+        """Records `event` (at `index` in the history) and says what it changed.
+
+        `event` must not be a rewind (`is_rewind`): a rewind can annul events
+        already observed, so the ledger has to be built again instead.
+        """
+        settled: list[TrackedCall] = []
+        held: list[TrackedCall] = []
+        if event.content is not None:
+            self._child_runs.held_now = held
+            try:
+                self.walk((event,), index, settled)
+            finally:
+                self._child_runs.held_now = None
+        moved, self._placements.moved = self._placements.moved, False
+        opened = index if index in self._index.slots else None
+        if opened is None and not settled and not held and not moved:
+            return NOTHING_CHANGED
+        return Observation(settled, opened, held, moved)
+
+    def walk(
+        self,
+        events: Sequence[EventRead],
+        start: int,
+        settled: list[TrackedCall] | None = None,
+        *,
+        stop_at_rewind: bool = False,
+        answered_at: list[tuple[int, int]] | None = None,
+    ) -> int | None:
+        """Records `events`, the first at index `start`; returns None when all are recorded.
+
+        Written for a hot loop: no call per event under the newest builder,
+        nothing allocated for an event without calls, only the fields the
+        rules need read. Calls the events answer go to `settled`, and the
+        (event, part) index of each answer to `answered_at` (newest builder
+        only). With `stop_at_rewind`, it returns the index of the first rewind.
+        An older builder has a say at each response, answer and event's end.
+        """
+        open_index = self._index
+        newest_by_id = open_index.newest_by_id
+        by_branch = open_index.by_branch
+        idless_open = open_index.idless_open
+        placements = self._placements
+        child_runs = self._child_runs
+        shapes = self.shapes
+        reads = self.reads
+        calls = self.calls
+        older = self._older
+        # Made per walk, not kept: kept, it would tie the ledger in a reference cycle.
+        for_older = _ForOlderBuilders(self) if older is not None else None
+        if answered_at is not None and older is not None:
+            raise ValueError("answered_at needs a ledger with NEWEST_BUILDER traits")
+        index = start - 1
+        for event in events:
+            index += 1
+            if stop_at_rewind:
+                # Inline `is_rewind`: a call per event costs more than the check.
+                actions = event.actions
+                if actions is not None and actions.rewind_before_invocation_id:
+                    return index
+            content = event.content
+            if content is None:
+                continue
+            parts = content.parts
+            if not parts:
+                continue
+            if older is not None:
+                at = _event_at(EventAt, (event, index, parts, settled))
+            calls_here: list[tuple[int, PartRead]] | None = None
+            part_index = -1
+            for part in parts:
+                part_index += 1
+                if part.function_call is not None:
+                    # Opened after the loop: a response never answers a call in its own event.
+                    if calls_here is None:
+                        calls_here = [(part_index, part)]
+                        if part_index and earlier_response_with(parts, part_index):
+                            shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
+                    else:
+                        calls_here.append((part_index, part))
+                response = part.function_response
+                if response is None:
+                    continue
+                if calls_here is not None:
+                    shapes.add(IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT)
+                if older is not None and older.takes_response(for_older, at, part_index, response):
+                    continue
+                response_id = response.id
+                if response_id:
+                    # Only open calls are indexed, so a hit is always open.
+                    if by_branch is None:
+                        call = newest_by_id.pop(response_id, None)
+                    else:
+                        call = open_index.take_shown(response_id, event.branch)
+                        if call is not None and child_runs.holding:
+                            child_runs.stop_holding(call)  # the caller answers it right after
+                    if call is None and earlier_response_with(parts, part_index, response_id):
+                        shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
+                else:
+                    queue = idless_open.get(response.name or "")
+                    if queue:
+                        call = queue.popleft()
+                    else:
+                        call = None
+                        shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
+                if call is None:
+                    if placements.answered_later:
+                        # Perhaps a second result for a call whose event has open calls.
+                        placements.pin()
+                    continue
+                responder = event.author
+                if call.author != responder and responder != "user":
+                    # One agent's result for another agent's call: ADK writes a
+                    # tool's result under the agent that called it (or the user).
+                    shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
+                elif older is not None:
+                    older.check_answer(for_older, call, response)
+                self._settle(call, settled, index)
+                if answered_at is not None:
+                    answered_at.append((index, part_index))
+            if placements.to_confirm >= 0:
+                placements.confirm_sole_answers(parts, index)
+            if older is not None:
+                older.end_parts(for_older, at, calls_here)
+            if calls_here is not None:
+                opened = open_index.open_event(
+                    event, index, calls_here, shapes, reads, older, for_older
+                )
+                calls.extend(opened.values())
+                branch = event.branch
+                if branch and "@" in branch:
+                    child_runs.hold_callers(event, branch, opened, self._newest_open_call_with)
+                by_branch = open_index.by_branch
+        return None
+
+    def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
+        """Accounts for calls answered right where they stand (`OpenCallIndex.pass_over`).
+
+        Newest builder only: under older ones such a call also answers, or
+        withholds, calls elsewhere, which skipping it would not record.
+        """
+        if self.traits != NEWEST_BUILDER:
+            raise ValueError("pass_over needs a ledger with NEWEST_BUILDER traits")
+        self._index.pass_over(calls)
+
+    def _settle(self, call: TrackedCall, settled: list[TrackedCall] | None, by: int) -> None:
+        """Marks `call` answered by the event at index `by`."""
+        call.answered = True
+        if call.withheld:
+            return  # already out of the view (`WalksBack`)
+        event_index = call.event_index
+        slots = self._index.slots
+        slot = slots[event_index]
+        del slot[call.part_index]
+        placements = self._placements
+        if not slot:
+            del slots[event_index]
+            if placements.answered_later:
+                placements.answered_later.pop(event_index, None)
+        else:
+            placements.note_answer(event_index, call.part_index, by)
+        if settled is not None:
+            settled.append(call)
+
+    def _newest_open_call_with(self, call_id: str) -> TrackedCall | None:
+        caller = self._index.newest_by_id.get(call_id)
+        if caller is None and self._older is not None:
+            caller = self._older.newest_open_call_with(call_id)
+        return caller
+
+    def carry_forward(self) -> PairingLedger:
+        """A new ledger that continues from this one, sharing nothing mutable.
+
+        It holds copies of the open (and withheld) calls only, so it costs
+        O(open calls), not O(history): a caller can keep it and later observe
+        just the events appended since, as if the whole history had been
+        walked again.
+        """
+        copies = CallCopies()
+        successor = PairingLedger(self.traits, reads=self.reads)
+        index = successor._index = self._index.copy_by_event_and_id(copies)
+        for slot in index.slots.values():
+            successor.calls.extend(slot.values())
+        # In this order: a held-open call copied neither as open nor by id is
+        # one that can no longer stop holding (`ChildRuns.copy`).
+        successor._child_runs = self._child_runs.copy(copies)
+        self._index.copy_idless_into(index, copies)
+        successor.shapes = set(self.shapes)
+        if self._older is not None:
+            assert successor._older is not None  # the same traits choose the same builder
+            self._older.carry_into(successor._older, _ForOlderBuilders(successor), copies)
+        successor._placements = self._placements.copy()
+        return successor
+
+
+class _ForOlderBuilders:
+    """`LedgerForOlderBuilders` over one ledger: all an older builder reads or changes of it.
+
+    Made per walk; what a hook uses on every response is bound once here.
+    """
+
+    __slots__ = ("_child_runs", "_ledger", "_settle", "shapes")
+
+    def __init__(self, ledger: PairingLedger) -> None:
+        self._ledger = ledger
+        self.shapes = ledger.shapes
+        self._child_runs = ledger._child_runs
+        self._settle = ledger._settle
+
+    def answer(self, call: TrackedCall, settled: list[TrackedCall] | None, by: int) -> None:
+        child_runs = self._child_runs
+        if child_runs.holding:
+            child_runs.stop_holding(call)
+        self._settle(call, settled, by)
+
+    @property
+    def has_branches(self) -> bool:
+        return self._ledger._index.by_branch is not None
+
+    def answered_as_it_opens(self, call: TrackedCall) -> None:
+        call.answered = True
+        self._ledger.calls.append(call)
+
+    def open_calls_at(self, index: int) -> Mapping[int, TrackedCall] | None:
+        return self._ledger._index.slots.get(index)
+
+    def withhold_event(self, index: int) -> list[TrackedCall]:
+        return self._ledger._index.take_event(index)
+
+    def withhold_events_with_ids(self, ids: set[str]) -> list[TrackedCall]:
+        return self._ledger._index.take_events_with_ids(ids)
+
+    def reopen(self, calls: Sequence[TrackedCall]) -> None:
+        self._ledger._index.reopen(calls)
+
+    def keep_calls(self, calls: Sequence[TrackedCall]) -> None:
+        self._ledger.calls.extend(calls)

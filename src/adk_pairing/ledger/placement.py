@@ -1,0 +1,131 @@
+"""Where the placeholders of a call event go when later events answered some of its calls.
+
+ADK's builder merges every response event of one call event into one, in
+history order (``merge_function_response_events``, the same merge in every
+supported release): the first event's results, then each later event's new
+ones. The placeholders of one call event are one event, in call order. When
+later events answered some of its calls, that merge gives the answers in call
+order only if the open calls all come before the answered ones (the
+placeholders go right after the call event, as usual) or all after them. They
+go right after the event that answered those only when it is the event right
+after the call event and holds results for this call event alone (ADK's own
+shape: an ordinary call's result before a long-running call's); past any other
+event ADK's rearrangers would attribute or cut differently (a result goes to
+the newest call before it with its id, and a trailing result event cuts the
+history back to its call event). Otherwise no one placement can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from ..ledger_reads import PartRead
+from .calls import TrackedCall
+
+
+class AnsweredLater(NamedTuple):
+    """What later events answered of a call event that still has open calls."""
+
+    #: The lowest and highest part index of its calls that later events answered.
+    lowest: int
+    highest: int
+    #: The index of the event that answered them, or -1 when that event cannot
+    #: take the placeholders (another event answered some too, or it is not the
+    #: event right after the call event, or it holds other results).
+    answered_by: int
+    #: How many of its calls were answered.
+    count: int
+
+
+#: Makes an `AnsweredLater` from a tuple without its generated ``__new__``: this runs
+#: for every answer that leaves its call event with open calls.
+_record = tuple.__new__
+
+
+class Placements:
+    """The `AnsweredLater` record of each call event whose calls later events partly answered.
+
+    The ledger tells it of each answer that leaves the call event with open
+    calls (`note_answer`), and asks it `placement`.
+    """
+
+    __slots__ = ("answered_later", "moved", "to_confirm")
+
+    def __init__(self) -> None:
+        #: Call event index -> its record, while the call event has open calls.
+        self.answered_later: dict[int, AnsweredLater] = {}
+        #: Set when a placement moved back to its call event (`pin`).
+        self.moved = False
+        #: The call event whose record is confirmed after the event that
+        #: answered some of its calls (`confirm_sole_answers`), or -1.
+        self.to_confirm = -1
+
+    def note_answer(self, event_index: int, part_index: int, by: int) -> None:
+        """The call at `part_index` of call event `event_index` was answered by event `by`."""
+        known = self.answered_later.get(event_index)
+        if known is None:
+            # Only the event right after the call event can take its placeholders.
+            after = by if by == event_index + 1 else -1
+            self.answered_later[event_index] = _record(
+                AnsweredLater, (part_index, part_index, after, 1)
+            )
+        else:
+            lowest, highest, answered_by, count = known
+            after = answered_by if answered_by == by else -1
+            self.answered_later[event_index] = _record(
+                AnsweredLater,
+                (
+                    lowest if lowest < part_index else part_index,
+                    highest if highest > part_index else part_index,
+                    after,
+                    count + 1,
+                ),
+            )
+        if after >= 0:
+            self.to_confirm = event_index
+
+    def confirm_sole_answers(self, parts: Sequence[PartRead], index: int) -> None:
+        """Keeps the event at `index` as a placement only if all its results answered one event."""
+        call_index, self.to_confirm = self.to_confirm, -1
+        known = self.answered_later.get(call_index)
+        if known is None or known.answered_by != index:
+            return
+        results = sum(part.function_response is not None for part in parts)
+        if results != known.count or len(parts) != results:
+            self.answered_later[call_index] = known._replace(answered_by=-1)
+
+    def pin(self) -> None:
+        """Leaves every call event's placeholders right after it.
+
+        For a second result of an answered call whose event still has open
+        calls: ADK takes the last one, so no later event may take them.
+        """
+        if any(known.answered_by >= 0 for known in self.answered_later.values()):
+            self.moved = True
+        self.answered_later = {
+            index: known._replace(answered_by=-1) for index, known in self.answered_later.items()
+        }
+
+    def placement(self, index: int, open_parts: Mapping[int, TrackedCall] | None) -> int | None:
+        """After which event the placeholders of call event `index` go; None if nowhere.
+
+        `open_parts` are its open calls by part index, in part order (the module docstring).
+        """
+        known = self.answered_later.get(index)
+        if known is None:
+            return index
+        if not open_parts:
+            return index  # every call there is answered: nothing to place
+        if next(reversed(open_parts)) < known.lowest:
+            return index
+        if known.highest < next(iter(open_parts)) and known.answered_by >= 0:
+            return known.answered_by
+        return None
+
+    def copy(self) -> Placements:
+        """A copy sharing nothing mutable (the records are immutable), with nothing moved yet."""
+        copied = Placements()
+        copied.answered_later = dict(self.answered_later)
+        copied.to_confirm = self.to_confirm
+        return copied
