@@ -243,3 +243,43 @@ def test_an_orphan_result_after_the_result_does_not_end_the_hazard_where_adk_dro
     assert placeholders(
         events, BY_LAST_RESPONSE._replace(history_pairs_by_last_response=False)
     ) == ["call_2"]
+
+
+def results_of_two_call_events_after_a_parallel_call() -> list[Event]:
+    """The last event answers calls of two events; the nearer one keeps a call open."""
+    return [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_1")], invocation_id="inv-1"),
+        model_event([call("call_2"), call("call_3", "job")], invocation_id="inv-1"),
+        response_event([response("call_1"), response("call_2")], invocation_id="inv-1"),
+    ]
+
+
+def test_walk_back_builders_withhold_a_placeholder_before_results_of_two_call_events() -> None:
+    """ADK's walk back raises when the trailing results answer calls of two events."""
+    events = results_of_two_call_events_after_a_parallel_call()
+    assert placeholders(events, WALKS_BACK) == []
+    assert statuses(events, WALKS_BACK)[-1] == ("call_3", "missing")
+    assert placeholders(events, NEWEST_BUILDER) == ["call_3"]
+    # Once the results are no longer last, the placeholder is safe again.
+    events.append(model_event([types.Part(text="done")], invocation_id="inv-1"))
+    assert placeholders(events, WALKS_BACK) == ["call_3"]
+
+
+def test_the_installed_builder_takes_the_view_when_one_branch_answers_two_call_events() -> None:
+    """A result event of one branch answering calls of two events, one of them another branch's.
+
+    The root agent's request shows every branch: there the stored history is
+    the walk-back builders' plain case (the last call event holds one of the
+    results), which a placeholder before the results would turn into a walk
+    back that raises. Found by the plugin fuzz on google-adk 1.20.0.
+    """
+    from tests.adk_request import build_request_contents
+
+    in_branch_b = model_event([call("c2")], invocation_id="inv-0")
+    in_branch_b.branch = "fan.b"
+    answers = response_event([response("c2"), response("c1")], invocation_id="inv-0", author="user")
+    answers.branch = "fan.a"
+    events = [model_event([call("c1")], invocation_id="inv-0"), in_branch_b, answers]
+    build_request_contents(events)  # the stored history builds on every release
+    build_request_contents(repaired_events(events))

@@ -16,10 +16,11 @@ docs/compatibility.md ("What the request builder does, by release").
 
 ``latest_response_walks_back``
     When the trailing response event does not directly follow its call event,
-    the builder walks back through the history, and an older call event
-    sharing an id with the one it found either raises ``ValueError: Last
-    response event should only contain the responses...`` or becomes the new
-    start of a merge that drops everything after it. This runs before any
+    the builder walks back through the history. It raises ``ValueError: Last
+    response event should only contain the responses...`` when that event
+    answers calls of two call events, and an older call event sharing an id
+    with the one it found either raises so too or becomes the new start of a
+    merge that drops everything after it. This runs before any
     ``before_model_callback``, so nothing later can catch it. Newer builders
     find each result's own call event instead.
 

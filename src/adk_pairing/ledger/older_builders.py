@@ -150,10 +150,11 @@ class WalksBack(OlderBuilder):
     """The latest-response rearranger walks back from a trailing result event.
 
     It returns at once when the event before the trailing response event holds
-    one of its calls; otherwise it walks back, and an older call event sharing
-    an id with the one it found raises or becomes the new start of a merge that
-    drops everything after it. Newer builders find each result's own call
-    event instead.
+    one of its calls; otherwise it walks back to the newest call event holding
+    one of them. It raises when the trailing event also answers calls of an
+    older event, and an older call event sharing an id with the one it found
+    raises or becomes the new start of a merge that drops everything after it.
+    Newer builders find each result's own call event instead.
 
     So it withholds (`_withhold_before_a_walk_back`), and marks two shapes the
     fuzz run finds misplaced only here: a result before any call with its id,
@@ -165,10 +166,10 @@ class WalksBack(OlderBuilder):
 
     def __init__(self, traits: BuilderTraits) -> None:
         self._drops_orphan_responses = traits.drops_orphan_responses
-        # Every call id seen (None for id-less), the newest call event's index
-        # and ids if it reuses one, and the index of the last event with parts.
+        # Every call id seen (None for id-less); the newest call event's index,
+        # its ids and whether it reuses one; the index of the last event with parts.
         self._seen_call_ids: set[str | None] = set()
-        self._last_call_event: tuple[int, frozenset[str | None]] | None = None
+        self._last_call_event: tuple[int, frozenset[str | None], bool] | None = None
         self._previous_index = -1
         # The calls withheld while a response event is the last one.
         self._withheld: list[TrackedCall] | None = None
@@ -226,7 +227,7 @@ class WalksBack(OlderBuilder):
             )
             reuses = not self._seen_call_ids.isdisjoint(ids)
             self._seen_call_ids |= ids
-            self._last_call_event = (at.index, ids) if reuses else None
+            self._last_call_event = (at.index, ids, reuses)
         self._previous_index = at.index
 
     def _withhold_before_a_walk_back(
@@ -242,19 +243,22 @@ class WalksBack(OlderBuilder):
         event holding one of their ids, ADK's latest-response rearranger stops
         at once on the stored history. A placeholder for that call event's
         other, still open calls would sit between the two, and the rearranger
-        would walk back instead; if an older call event shares an id with the
-        call event, that walk raises ``ValueError: Last response event should
-        only contain the responses...`` or truncates the history. Then the open
-        calls of that event are withheld while the response event is the last
-        one with parts: the view leaves them as stored, which is exactly what
-        the unwrapped request holds. They keep their status (they are
-        unanswered), and the next event with parts releases them
-        (`_release_withheld`).
+        would walk back to that call event instead. The walk raises
+        ``ValueError: Last response event should only contain the
+        responses...`` when the responses also answer calls of another event,
+        and when an older call event shares an id with the call event it raises
+        or truncates the history. In those two cases the open calls of that
+        event are withheld while the response event is the last one with parts:
+        the view leaves them as stored, which is exactly what the unwrapped
+        request holds. They keep their status (they are unanswered), and the
+        next event with parts releases them (`_release_withheld`).
         """
         last = self._last_call_event
         if last is None or last[0] != self._previous_index:
             return
-        call_index, call_ids = last
+        call_index, call_ids, reuses = last
+        if not reuses and response_ids <= call_ids:
+            return  # the walk would stop at this call event, as ADK's plain case does
         slot = ledger.open_calls_at(call_index)
         if not slot or response_ids.isdisjoint(call_ids):
             return
