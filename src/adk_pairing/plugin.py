@@ -204,7 +204,7 @@ class PairingPlugin(BasePlugin):
         )
         if marks in self._nothing_to_restore:
             return None
-        from_stored = await _build_contents(invocation, llm_request, events)
+        # The repaired build first: where ADK refuses it, the stored one is not needed.
         try:
             from_repaired = await _build_contents(
                 invocation, llm_request, repaired_history(events, ledger, texts)
@@ -220,6 +220,7 @@ class PairingPlugin(BasePlugin):
                     type(error).__name__,
                 )
             return None
+        from_stored = await _build_contents(invocation, llm_request, events)
         spliced = splice(contents, from_stored, from_repaired)
         if spliced.outcome is Splice.NOTHING_TO_RESTORE:
             self._remember_nothing_to_restore(marks)
