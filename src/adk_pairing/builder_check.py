@@ -216,8 +216,12 @@ def rule_holds(rule: ProviderRule, contents: Sequence[types.Content]) -> bool:
     OpenAI's rule applies once the app has imported ``litellm`` (only an app
     that sends through LiteLlm has, and importing it here would cost seconds
     on the request path); it holds when it does not apply, or when the
-    conversion itself fails (nothing to compare).
+    conversion itself fails (nothing to compare). No rule holds for a
+    request with no contents: every provider refuses it, and ADK's older
+    rearrangers can cut a history down to nothing.
     """
+    if not contents:
+        return False
     if rule.reads is Reading.ANTHROPIC_MESSAGES and not anthropic_converter_installed():
         return not rule.violations(request_of_contents(contents))
     if rule.reads is Reading.OPENAI_CHAT_MESSAGES:

@@ -40,7 +40,8 @@ The rules:
 * **Events the builder leaves out** (`builder_leaves_out`): ADK's request
   builder drops, whole, every event with a call or result named
   ``adk_request_credential`` or ``adk_request_confirmation``, and after 1.20
-  ``adk_framework`` (``_should_include_event_in_context``). ADK writes those
+  ``adk_framework`` (``_should_include_event_in_context``), and on 1.39 also
+  ``adk_request_input``. ADK writes those
   requests in events of their own; a call beside one (malformed) is never sent.
 * **Call keys** (`call_key`): a call's id, or its function name when the
   model gave it none.
@@ -231,11 +232,16 @@ def is_mixed(part: types.Part) -> bool:
     return bool(part.thought and part.thought_signature) and converter_sends_signed_thoughts()
 
 
-def builder_leaves_out(parts: Iterable[types.Part]) -> bool:
-    """Whether ADK's request builder leaves out, whole, an event of `parts` (module docstring)."""
+def builder_leaves_out(
+    parts: Iterable[types.Part], names: frozenset[str] = LEFT_OUT_CALL_NAMES
+) -> bool:
+    """Whether ADK's request builder leaves out, whole, an event of `parts` (module docstring).
+
+    `names` are the installed release's (`adk_pairing.adk.left_out_call_names`).
+    """
     for part in parts:
         named = part.function_call or part.function_response
-        if named is not None and named.name in LEFT_OUT_CALL_NAMES:
+        if named is not None and named.name in names:
             return True
     return False
 

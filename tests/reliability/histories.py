@@ -39,10 +39,10 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from adk_pairing.adk import left_out_call_names
 from adk_pairing.analysis import is_rewind
 from adk_pairing.wire import (
     HELD_OPEN_CALL_NAMES,
-    LEFT_OUT_CALL_NAMES,
     anthropic_keeps_id,
     builder_leaves_out,
 )
@@ -204,8 +204,8 @@ def traits(events: list[Event]) -> set[str]:
         if is_rewind(event):
             found.add("a rewind with content" if event.content else "a rewind")
         parts = event.content.parts or () if event.content else ()
-        if builder_leaves_out(parts) and any(
-            c.name not in LEFT_OUT_CALL_NAMES for c in event.get_function_calls()
+        if builder_leaves_out(parts, left_out_call_names()) and any(
+            c.name not in left_out_call_names() for c in event.get_function_calls()
         ):
             found.add("a call beside ADK's confirmation request")
         if any(part.function_call and part.text for part in parts):

@@ -13,6 +13,7 @@ import pytest
 import adk_pairing.adk as adk
 from adk_pairing import adk_compat
 from adk_pairing.adk import builder, events
+from adk_pairing.wire import LEFT_OUT_CALL_NAMES
 
 
 def test_every_probe_is_exposed_by_name_and_the_old_module_still_imports() -> None:
@@ -32,6 +33,7 @@ def test_a_release_without_the_contents_module_is_taken_for_the_newest_builder(
     monkeypatch.delattr(llm_flows, "contents")
     monkeypatch.setitem(sys.modules, "google.adk.flows.llm_flows.contents", None)
     assert builder.builder_traits.__wrapped__() == builder.NEWEST_BUILDER
+    assert builder.left_out_call_names.__wrapped__() == LEFT_OUT_CALL_NAMES
 
 
 def test_a_reshaped_rearranger_is_taken_for_the_newest_builder(

@@ -283,3 +283,20 @@ def test_the_installed_builder_takes_the_view_when_one_branch_answers_two_call_e
     events = [model_event([call("c1")], invocation_id="inv-0"), in_branch_b, answers]
     build_request_contents(events)  # the stored history builds on every release
     build_request_contents(repaired_events(events))
+
+
+def test_left_out_call_names_match_what_the_installed_builder_leaves_out() -> None:
+    """An event asking the user for input is sent or left out, as the probe says."""
+    from adk_pairing.adk import left_out_call_names
+    from tests.adk_request import build_request_contents
+
+    asks = model_event([call(None), call("c3", "adk_request_input")], invocation_id="inv-1")
+    contents = build_request_contents([user_text("1"), asks, user_text("2")])
+    sent_names = {
+        part.function_call.name for c in contents for part in c.parts or () if part.function_call
+    }
+    assert ("adk_request_input" in left_out_call_names()) == (not sent_names)
+    # Where it is left out, no placeholder answers the call beside it.
+    events = [user_text("1"), asks, model_event([types.Part(text="ok")])]
+    placed = [p for p in placeholders(events, builder_traits()) if p is None]
+    assert bool(placed) == ("adk_request_input" not in left_out_call_names())

@@ -21,7 +21,13 @@ from __future__ import annotations
 
 from google.adk import __version__ as ADK_VERSION
 
-from .builder import NEWEST_BUILDER, BuilderTraits, adk_drops_unanswered_calls, builder_traits
+from .builder import (
+    NEWEST_BUILDER,
+    BuilderTraits,
+    adk_drops_unanswered_calls,
+    builder_traits,
+    left_out_call_names,
+)
 from .events import adk_reads_error_code_of_responses
 from .models import anthropic_converter_installed, litellm_imported
 from .stores import (
@@ -48,6 +54,7 @@ __all__ = [
     "close_session_service",
     "has_adk_redis_session_service",
     "is_sqlite_backed",
+    "left_out_call_names",
     "litellm_imported",
     "sqlite_service_parses_uris",
 ]

@@ -42,7 +42,11 @@ from typing import NamedTuple
 from google.adk.events.event import Event
 from google.genai import types
 
+from ..wire import LEFT_OUT_CALL_NAMES
 from ._modules import imported_or_none
+
+#: ADK's ask-the-user call (``REQUEST_INPUT_FUNCTION_CALL_NAME``).
+INPUT_REQUEST = "adk_request_input"
 
 
 class BuilderTraits(NamedTuple):
@@ -128,3 +132,27 @@ def adk_drops_unanswered_calls() -> bool:
     """
     rearranger = imported_or_none(_REARRANGER)
     return rearranger is not None and hasattr(rearranger, "drop_orphaned_function_calls")
+
+
+@functools.cache
+def left_out_call_names() -> frozenset[str]:
+    """The call names whose event ADK's request builder leaves out whole, on this release.
+
+    `adk_pairing.wire.LEFT_OUT_CALL_NAMES`, the newest builder's, plus
+    ``adk_request_input`` where the builder leaves input requests out too (it
+    then has ``_is_request_input_event``, asked of a plain event here).
+    """
+    contents = imported_or_none(_CONTENTS)
+    is_input_request = getattr(contents, "_is_request_input_event", None)
+    if not callable(is_input_request):
+        return LEFT_OUT_CALL_NAMES
+    request = _event(
+        "agent",
+        "model",
+        [types.Part(function_call=types.FunctionCall(id="a", name=INPUT_REQUEST, args={}))],
+    )
+    try:
+        leaves_out = bool(is_input_request(request))
+    except Exception:  # reshaped: assume the newest builder
+        return LEFT_OUT_CALL_NAMES
+    return LEFT_OUT_CALL_NAMES | {INPUT_REQUEST} if leaves_out else LEFT_OUT_CALL_NAMES

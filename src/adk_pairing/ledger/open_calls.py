@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..adk.builder import left_out_call_names
 from ..ledger_reads import EventRead, PartRead
 from ..wire import (
-    LEFT_OUT_CALL_NAMES,
     IrregularShape,
     branches_shown_to,
     builder_leaves_out,
@@ -104,15 +104,16 @@ class OpenCallIndex:
         opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
         left_out: bool | None = None
+        left_out_names = left_out_call_names()
         for part_index, part in calls_here:
             function_call = part.function_call
             name = function_call.name or ""  # type: ignore[union-attr]
             call_id = function_call.id or None  # type: ignore[union-attr]
             # Positional: cheaper on this hot path (benchmarks/RESULTS.md).
             held_open = is_held_open(name, call_id, held_open_ids)
-            if name not in LEFT_OUT_CALL_NAMES and reads.builder_leaves_events_out:
+            if name not in left_out_names and reads.builder_leaves_events_out:
                 if left_out is None:
-                    left_out = builder_leaves_out(event.content.parts)  # type: ignore[union-attr,arg-type]
+                    left_out = builder_leaves_out(event.content.parts, left_out_names)  # type: ignore[union-attr,arg-type]
                 if left_out:
                     shapes.add(IrregularShape.CALL_BESIDE_AN_ADK_REQUEST)
                     if not held_open:
