@@ -4,6 +4,7 @@ Usage:
 
     .venv/bin/python benchmarks/scan_scale.py                  # the figures of RESULTS.md
     .venv/bin/python benchmarks/scan_scale.py --reuse          # keep an already seeded database
+    .venv/bin/python benchmarks/scan_scale.py --only issue --no-loop --reuse --keep  # floor, scan
     .venv/bin/python benchmarks/scan_scale.py --sessions 40 --events 6 --sqlite-sessions 20 \\
         --big-sessions 60 --big-events 5 --db adk_pairing_scan_smoke --json out.json
 
@@ -292,14 +293,16 @@ def load() -> str:
 
 
 def issue_form(
-    database: str, app: str, sessions: int, events: int, percent: float, reuse: bool
-) -> dict[str, Any]:
+    database: str, app: str, sessions: int, events: int, percent: float, reuse: bool,
+    with_loop: bool = True,
+) -> dict[str, Any]:  # fmt: skip
     """The scan against the get_session loop at one broken share, both in this run.
 
     Each is the whole console-script process (start-up included); the floor
     is one raw asyncpg read of the rows the scan keeps (session keys and the
     rows naming a call, a result or a rewind). Load average (1/5/15 min) is
-    printed before each process: the machine is shared.
+    printed before each process: the machine is shared. Without `with_loop`
+    only the floor and the scan run (the loop takes about an hour).
     """
     expected = asyncio.run(
         seed_postgres(seed_args(database, app, sessions, events, percent), reuse)
@@ -310,9 +313,12 @@ def issue_form(
     loads["scan"] = load()
     scan = run_scan("scan", url, app)
     check_counts(scan, expected)
-    loads["loop"] = load()
-    loop = run_scan("get_session loop", url, app, "--reader", "get-session")
-    check_counts(loop, expected)
+    runs = [scan]
+    if with_loop:
+        loads["loop"] = load()
+        loop = run_scan("get_session loop", url, app, "--reader", "get-session")
+        check_counts(loop, expected)
+        runs.append(loop)
     loads["end"] = load()
     broken = expected["missing_sessions"] + expected["pending_sessions"]
     figures = {
@@ -320,11 +326,7 @@ def issue_form(
         "events": events,
         "broken_percent": 100 * broken / expected["sessions"],
         "floor_seconds": floor,
-        "runs": {
-            r.label: {k: v for k, v in asdict(r).items() if k != "report"} for r in (scan, loop)
-        },
-        "wall_ratio": ratio(loop.wall, scan.wall),
-        "cpu_ratio": ratio(loop.cpu, scan.cpu),
+        "runs": {r.label: {k: v for k, v in asdict(r).items() if k != "report"} for r in runs},
         "scanning_vs_floor": ratio(scan.scanning, floor),
         "wall_vs_floor": ratio(scan.wall, floor),
         "load_average": loads,
@@ -334,15 +336,21 @@ def issue_form(
         f"broken ({broken:,} sessions); floor {floor:.2f} s",
         flush=True,
     )
-    for run in (scan, loop):
+    for run in runs:
         print(
             f"  {run.label:16} wall {run.wall:8.2f} s  scanning {run.scanning:8.2f} s  "
             f"CPU {run.cpu:8.2f} s  peak RSS {run.peak_rss_mb:6.1f} MB",
             flush=True,
         )
+    versus_loop = ""
+    if with_loop:
+        figures["wall_ratio"] = ratio(loop.wall, scan.wall)
+        figures["cpu_ratio"] = ratio(loop.cpu, scan.cpu)
+        versus_loop = (
+            f"scan vs loop: {figures['wall_ratio']:.1f}x wall, {figures['cpu_ratio']:.1f}x CPU; "
+        )
     print(
-        f"  scan vs loop: {figures['wall_ratio']:.1f}x wall, {figures['cpu_ratio']:.1f}x CPU; "
-        f"scan = {figures['scanning_vs_floor']:.2f}x the floor scanning "
+        f"  {versus_loop}scan = {figures['scanning_vs_floor']:.2f}x the floor scanning "
         f"({figures['wall_vs_floor']:.2f}x with start-up); load average {loads}",
         flush=True,
     )
@@ -466,6 +474,10 @@ def main() -> None:
         "--broken-percent", type=float, nargs="+", default=[1.0, 7.0],
         help="issue 25's shares of broken sessions, one database and one comparison each",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-loop", action="store_true",
+        help="issue part: the floor and the scan only, not the get_session loop (about an hour)",
+    )  # fmt: skip
     parser.add_argument("--million-sessions", type=int, default=1_000_000)
     parser.add_argument("--million-events", type=int, default=10)
     parser.add_argument("--million-broken-percent", type=float, default=1.0)
@@ -494,7 +506,7 @@ def main() -> None:
             figures["issue"] = {
                 f"{percent:g}%": issue_form(
                     share_dbs[percent], args.app, args.issue_sessions, args.issue_events,
-                    percent, args.reuse,
+                    percent, args.reuse, not args.no_loop,
                 )
                 for percent in args.broken_percent
             }  # fmt: skip

@@ -308,6 +308,9 @@ def fast_verdict(
     return needs_confirmation(events)
 
 
+#: Sessions triaged between two turns of the event loop (the read-ahead's chance to run).
+_YIELD_EVERY = 25
+
 #: One page of the fast path: its app, its sessions' keys, and their kept rows by
 #: (user, session), or None when the filtered read failed (ADK's full read decides).
 FastPage = tuple[str, list[SessionKey], dict[tuple[str, str], list[Any]] | None]
@@ -344,7 +347,12 @@ async def triage(
             async for item in flush():
                 yield item
         waiting_app = app
-        for user, sid, updated in keys:
+        for done, (user, sid, updated) in enumerate(keys, 1):
+            if done % _YIELD_EVERY == 0:
+                # Verdicts never suspend: without a turn of the event loop the
+                # read-ahead could not send its next query until this page is
+                # done, and the server would idle while the client parses.
+                await asyncio.sleep(0)
             verdict = (
                 True if grouped is None else fast_verdict(grouped.pop((user, sid)), light, timeout)
             )
