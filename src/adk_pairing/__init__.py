@@ -13,8 +13,8 @@ request that makes it satisfy every provider's pairing rules.
 __version__ = "0.1.0"
 
 from .adk_services import register_pairing_schemes
-from .analysis import CallStatus, PairingReport, TrackedCall, analyze
 from .config import ConfigError, load_config, load_session_service
+from .ledger import CallStatus, PairingReport, TrackedCall, analyze
 from .masking import mask_uri
 from .placeholders import (
     DEFAULT_MISSING_TEXT,

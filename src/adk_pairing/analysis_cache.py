@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
-from .analysis import PairingLedger, build_ledger
+from .ledger import PairingLedger, build_ledger
 
 #: Sessions whose analysis `PairingSessionService` remembers by default.
 DEFAULT_ANALYSIS_CACHE_SIZE = 4096

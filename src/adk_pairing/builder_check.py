@@ -1,6 +1,6 @@
 """The view checked against ADK's own builder: its request is never worse than the store's.
 
-On a regular history the view's rules (`adk_pairing.analysis`) say where
+On a regular history the view's rules (`adk_pairing.ledger`) say where
 ADK's request builder puts each placeholder: right after its call, answering
 it. On an irregular one (`PairingLedger.irregular`: a call id twice in one
 event, an id reused while its earlier call is open, text and a call in one

@@ -60,9 +60,9 @@ from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .analysis import held_open_call_ids
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from .builder_check import builder_logs_quieted
+from .ledger import held_open_call_ids
 from .metrics import record_request_repairs
 from .ownership import session_label
 from .placeholders import PlaceholderTexts

@@ -57,13 +57,13 @@ returns, and that imply every provider rule of
    take it and the calls still reach the model. A request that opens with the
    model's text is the agent's own design and stays as it is.
 
-Who answers whom is decided by `adk_pairing.analysis.PairingLedger`, the same
+Who answers whom is decided by `adk_pairing.ledger.PairingLedger`, the same
 rules the view uses (newest preceding call with the id; for id-less calls, the
 newest content with an id-less call of that name, calls in order), always with
 the newest builder's traits (``NEWEST_BUILDER``), whatever ADK is installed.
 The view follows the installed ADK's builder traits because its events still go
 through that builder, which on google-adk <= 2.10 rearranges reused ids (see
-`adk_pairing.builder_traits`). These contents come out of that builder: nothing
+`adk_pairing.adk.builder`). These contents come out of that builder: nothing
 rearranges them again, the converters send them in order, and the provider
 pairs each result with the call before it. So here a result with a reused id
 answers only the newest call before it (<= 2.6's "answers every call with the
@@ -90,8 +90,7 @@ from typing import NamedTuple
 from google.genai import types
 
 from .adk.builder import NEWEST_BUILDER
-from .analysis import CallStatus, PairingLedger, TrackedCall
-from .ledger import READS_BUILT_REQUEST
+from .ledger import READS_BUILT_REQUEST, CallStatus, PairingLedger, TrackedCall
 from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
 from .provider_rules import answers_in_place, refused_when_paired_by_id, starts_a_model_turn
 from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from google.adk.events.event import Event
 from google.genai import types
 
-from .analysis import PairingLedger, TrackedCall
+from .ledger import PairingLedger, TrackedCall
 from .placeholders import PlaceholderTexts
 from .repair import place_repairs
 from .wire import MODEL_ROLES, branch_shows

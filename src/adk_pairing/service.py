@@ -3,7 +3,7 @@
 The decorator is a shell: it delegates every call to the inner service, hands
 what the inner service returned to the view (`adk_pairing.view`) to build or
 bring up to date, logs unanswered calls, and fails open. The rules live below
-it: which calls are answered in `adk_pairing.analysis`, the synthetic results
+it: which calls are answered in `adk_pairing.ledger`, the synthetic results
 in `adk_pairing.repair`, the view and its upkeep on every append in
 `adk_pairing.view`, what is remembered between reads in
 `adk_pairing.analysis_cache`. What stays here:
@@ -63,9 +63,9 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 
 from .adk import adk_drops_unanswered_calls, close_session_service, is_sqlite_backed
-from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
+from .ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
 from .masking import mask_uri
 from .metrics import live_metrics
 from .ownership import (

@@ -42,7 +42,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from .analysis import Observation, PairingLedger, build_ledger, is_rewind
+from .ledger import Observation, PairingLedger, build_ledger, is_rewind
 from .placeholders import PlaceholderTexts, RepairedSlot
 from .repair import RepairedHistory, repair_history
 

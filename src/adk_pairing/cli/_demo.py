@@ -48,13 +48,13 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 from rich.console import Console
 
-from ..adk_compat import (
+from ..adk import (
     adk_drops_unanswered_calls,
     anthropic_converter_installed,
     close_session_service,
 )
-from ..analysis import analyze
 from ..checks import violations_of
+from ..ledger import analyze
 from ..placeholders import METADATA_KEY, placeholder_text
 from ..provider_rules import PROVIDER_RULES
 from ..service import PairingSessionService

@@ -1,7 +1,7 @@
 """The scan's fast path: only the fields the analysis reads, from stored JSON.
 
 Rebuilding a stored event with ADK's ``Event`` model validates every field of
-every part; the analysis (`adk_pairing.analysis`) reads a handful, declared
+every part; the analysis (`adk_pairing.ledger`) reads a handful, declared
 once in `adk_pairing.ledger_reads`. `light_event` builds objects with exactly
 those attributes (their slots are the declaration) from an event's
 JSON document, and the core's own `analyze` and `is_rewind` run on them
@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..analysis import analyze, is_rewind
+from ..ledger import analyze, is_rewind
 from ..ledger_reads import (
     ACTIONS_FIELDS,
     CALL_FIELDS,

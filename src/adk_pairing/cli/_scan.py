@@ -55,7 +55,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import CallStatus, analyze
+from ..ledger import CallStatus, analyze
 from ._common import CliError, explain, human_age, no_adk_tables_message, print_table, short
 from ._direct import direct_reader
 from ._direct.base import (

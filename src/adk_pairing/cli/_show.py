@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import CallStatus, analyze
+from ..ledger import CallStatus, analyze
 from ..placeholders import METADATA_KEY, is_synthetic
 from ..service import PairingSessionService
 from ._common import CliError, print_table, short

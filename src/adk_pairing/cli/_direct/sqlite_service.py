@@ -83,7 +83,7 @@ async def sqlite_service_tie_break() -> str | None:
     if not _sqlite_tie_break:
         from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-        from ...adk_compat import close_session_service
+        from ...adk import close_session_service
 
         with tempfile.TemporaryDirectory(prefix="adk-pairing-probe-") as scratch:
             service = SqliteSessionService(db_path=str(Path(scratch) / "probe.db"))
