@@ -50,7 +50,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -66,6 +65,7 @@ from .adk import adk_drops_unanswered_calls, close_session_service, is_sqlite_ba
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
 from .ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
+from .lru import Lru
 from .masking import mask_uri
 from .metrics import live_metrics
 from .ownership import (
@@ -93,15 +93,12 @@ class _OncePerCall:
     """Remembers which missing calls were already logged, within a memory bound."""
 
     def __init__(self, limit: int = 100_000) -> None:
-        self._seen: OrderedDict[tuple[str, ...], None] = OrderedDict()
-        self._limit = limit
+        self._seen: Lru[tuple[str, ...], None] = Lru(limit)
 
     def first_time(self, key: tuple[str, ...]) -> bool:
         if key in self._seen:
             return False
-        self._seen[key] = None
-        if len(self._seen) > self._limit:
-            self._seen.popitem(last=False)
+        self._seen.put(key, None)
         return True
 
 
