@@ -6,35 +6,8 @@
 
 from __future__ import annotations
 
-from .ledger import (
-    BranchedCall,
-    CallStatus,
-    Observation,
-    OpenCalls,
-    PairingLedger,
-    PairingReport,
-    TrackedCall,
-    analyze,
-    build_ledger,
-    held_open_call_ids,
-    is_rewind,
-    live_event_mask,
-)
+from . import ledger
+from .ledger import *  # noqa: F403 - every name the ledger exports, under the old path
 from .wire import branch_shows, held_by_child
 
-__all__ = [
-    "BranchedCall",
-    "CallStatus",
-    "Observation",
-    "OpenCalls",
-    "PairingLedger",
-    "PairingReport",
-    "TrackedCall",
-    "analyze",
-    "branch_shows",
-    "build_ledger",
-    "held_by_child",
-    "held_open_call_ids",
-    "is_rewind",
-    "live_event_mask",
-]
+__all__ = [*ledger.__all__, "branch_shows", "held_by_child"]

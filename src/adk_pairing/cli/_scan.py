@@ -253,6 +253,11 @@ class ScanOptions:
     strict: bool = False
     shard: Shard | None = None
 
+    def window(self, apps: Sequence[str] | None) -> Window:
+        """The sessions these options name, among `apps`: `Window`'s fields are options too."""
+        named = {field.name: getattr(self, field.name) for field in dataclasses.fields(Window)}
+        return Window(**{**named, "apps": apps})
+
 
 @dataclass
 class Hooks:
@@ -294,14 +299,7 @@ async def scan_store(
         mode="strict" if options.strict else "fast",
         shard=None if options.shard is None else str(options.shard),
     )
-    window = Window(
-        apps=apps,
-        user=options.user,
-        since=options.since,
-        until=options.until,
-        timeout=options.timeout,
-        shard=options.shard,
-    )
+    window = options.window(apps)
 
     reader: DirectReader | None = None
     if options.reader is not ReaderChoice.GET_SESSION or apps is None:
