@@ -65,7 +65,8 @@ from google.genai import types
 
 from .adk import anthropic_converter_installed, litellm_imported
 from .checks import violations_of
-from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, request_of_contents
+from .provider_rules import PROVIDER_RULES, ProviderRule, Reading
+from .request_form import request_of_contents
 from .wire import branches_shown_to
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)

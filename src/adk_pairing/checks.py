@@ -52,15 +52,11 @@ from typing import Any
 from google.genai import types
 
 from .adk import anthropic_converter_installed, litellm_imported
-from .provider_rules import (
-    PROVIDER_RULES,
-    ProviderRule,
-    Reading,
+from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, anthropic_pairing, openai_chat
+from .request_form import (
     WireRequest,
-    anthropic_pairing,
     call_ids_as_sent,
     field_of,
-    openai_chat,
     request_of_anthropic_messages,
     with_positional_ids,
 )

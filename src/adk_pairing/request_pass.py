@@ -92,7 +92,8 @@ from google.genai import types
 from .adk.builder import NEWEST_BUILDER
 from .ledger import READS_BUILT_REQUEST, CallStatus, PairingLedger, TrackedCall
 from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
-from .provider_rules import answers_in_place, refused_when_paired_by_id, starts_a_model_turn
+from .provider_rules import answers_in_place, refused_when_paired_by_id
+from .request_form import starts_a_model_turn
 from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
 
 __all__ = [

@@ -7,7 +7,8 @@ and each returns: nothing below calls back up. Asserted twice: on the imports
 of every module of the package, and on the frames of a real append through
 the decorator (`test_an_append_calls_only_downward_through_the_layers`). Each wire rule is
 defined in ``wire.py`` alone, and each provider rule's function in
-``provider_rules.py`` alone, the one module that reads the providers' messages.
+``provider_rules.py`` alone: it and the normal form it reads (``request_form.py``)
+are the only modules that read the providers' messages.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ PURE = (
     "builder_check.py",
     "placeholders.py",
     "provider_rules.py",
+    "request_form.py",
     "repair.py",
     "view.py",
     "wire.py",
@@ -104,6 +106,8 @@ LAYER_OF = {
     "placeholders": CORE,
     # The providers' rules, each once, and their registry.
     "provider_rules": CORE,
+    # The one normal form of a request the provider rules read.
+    "request_form": CORE,
     "repair": CORE,
     # The checks: the repair asks ADK's own builder whether a view is never worse.
     "builder_check": CORE,
@@ -302,16 +306,21 @@ def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:
     assert not restated, restated
 
 
+#: The modules of the provider rules: the rules and the normal form they read.
+RULES_MODULES = ("provider_rules.py", "request_form.py")
+
+
 def _provider_rule_functions() -> set[str]:
-    """Every rule function of `adk_pairing.provider_rules`: the registry's and their helpers."""
-    from adk_pairing import provider_rules
+    """Every rule function: the registry's, their helpers and the normal form's."""
+    from adk_pairing import provider_rules, request_form
 
     registered = {rule.violations.__name__ for rule in provider_rules.PROVIDER_RULES.values()}
     public = {
         name
-        for name in provider_rules.__all__
-        if inspect.isfunction(getattr(provider_rules, name))
-        and getattr(provider_rules, name).__module__ == provider_rules.__name__
+        for module in (provider_rules, request_form)
+        for name in module.__all__
+        if inspect.isfunction(getattr(module, name))
+        and getattr(module, name).__module__ == module.__name__
     }
     return registered | public
 
@@ -319,8 +328,9 @@ def _provider_rule_functions() -> set[str]:
 def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> None:
     """No module defines a provider rule's function again, under its name, public or private.
 
-    The functions are the registry's (`provider_rules.PROVIDER_RULES`) and the
-    helpers it exports; every one must live in ``provider_rules.py``.
+    The functions are the registry's (`provider_rules.PROVIDER_RULES`), the
+    helpers it exports and the normal form's (`request_form`); every one must
+    live in one of `RULES_MODULES`, and be defined there once.
     """
     from adk_pairing import provider_rules
 
@@ -330,8 +340,14 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
         assert rule.violations.__module__ == provider_rules.__name__, rule.name
     bare = {name.lstrip("_") for name in functions}
     defined_elsewhere: list[str] = []
+    defined_in_the_rules: list[str] = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "provider_rules.py":
+        if path.name in RULES_MODULES:
+            defined_in_the_rules += [
+                node.name.lstrip("_")
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in bare
+            ]
             continue
         defined_elsewhere += [
             f"{path.name}: {node.name}"
@@ -340,6 +356,7 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
             and node.name.lstrip("_") in bare
         ]
     assert not defined_elsewhere, defined_elsewhere
+    assert sorted(defined_in_the_rules) == sorted(set(defined_in_the_rules)), "defined twice"
 
 
 #: The words of the providers' wire (block types, tool message fields): a module
@@ -353,7 +370,7 @@ def test_only_the_rules_module_reads_the_providers_messages() -> None:
     """
     found: list[str] = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name in ("provider_rules.py", "wire.py"):
+        if path.name in (*RULES_MODULES, "wire.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and node.value in _PROVIDER_WIRE_WORDS:
