@@ -47,6 +47,9 @@ PURE = (
     "adk/_modules.py",
     "adk/models.py",
     "request_pass.py",
+    "request_records.py",
+    "request_rewrite.py",
+    "request_scan.py",
     "restore_pass.py",
     "ownership.py",
     "builder_check.py",
@@ -122,6 +125,10 @@ LAYER_OF = {
     # The probes' former homes, kept importable.
     "adk_compat": CORE,
     "request_pass": PASSES,
+    # The request pass in parts: what it reports, its detection, its rewrite.
+    "request_records": PASSES,
+    "request_rewrite": PASSES,
+    "request_scan": PASSES,
     # The plugin's restore of dropped calls: the view's placement, then the request pass.
     "restore_pass": PASSES,
     "view": PASSES,
@@ -400,4 +407,5 @@ def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair(
     """The request pass answers with the view's placeholder without the view's check."""
     graph = _graph()
     assert graph["placeholders"] <= {"adk", "ledger", "wire"}
-    assert not {"repair", "builder_check", "view"} & graph["request_pass"]
+    for part in ("request_pass", "request_records", "request_rewrite", "request_scan"):
+        assert not {"repair", "builder_check", "view"} & graph[part], part
