@@ -20,7 +20,7 @@ from typer.core import TyperCommand
 from ._common import EXIT_ERROR, EXIT_FOUND, dumps, run, stdout_console
 
 if TYPE_CHECKING:
-    from ._scan import ScanResult
+    from ._scan_report import ScanResult
     from ._stop import StopRequest
 
 
@@ -266,12 +266,10 @@ def scan(
         Hooks,
         ReaderChoice,
         ScanOptions,
-        broken_session_record,
-        load_report,
-        merge_reports,
         scan_store,
         scan_with_progress,
     )
+    from ._scan_report import broken_session_record, load_report, merge_reports
     from ._stop import StopRequest, stop_on_signals
     from ._store import open_read_only, parse_options
 
@@ -366,8 +364,8 @@ def _finish_scan(
     one), as does one with unreadable sessions.
     """
     from ._common import stderr_console
-    from ._scan import count_of as _count
-    from ._scan import render
+    from ._scan_report import count_of as _count
+    from ._scan_report import render
 
     err = stderr_console()
     if json_lines:
