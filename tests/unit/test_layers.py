@@ -142,6 +142,8 @@ LAYER_OF = {
     "metrics": SHELLS,
     "plugin": SHELLS,
     "service": SHELLS,
+    # The decorator's calls of a SQLite store, shielded from cancellation.
+    "shielding": SHELLS,
     "uris": SHELLS,
 }
 
