@@ -60,7 +60,12 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .adk import adk_drops_unanswered_calls, close_session_service, is_sqlite_backed
+from .adk import (
+    adk_drops_unanswered_calls,
+    checks_ownership,
+    close_session_service,
+    is_sqlite_backed,
+)
 from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from .factory import create_inner_session_service
 from .ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
@@ -68,7 +73,6 @@ from .lru import Lru
 from .masking import mask_uri
 from .metrics import live_metrics
 from .ownership import (
-    checks_ownership,
     is_owned_by,
     not_found,
     owned_sessions,

@@ -44,6 +44,7 @@ PURE = (
     "builder_traits.py",
     "adk/builder.py",
     "adk/events.py",
+    "adk/internals.py",
     "adk/_modules.py",
     "adk/models.py",
     "request_pass.py",
@@ -120,6 +121,7 @@ LAYER_OF = {
     "adk._modules": CORE,
     "adk.builder": CORE,
     "adk.events": CORE,
+    "adk.internals": CORE,
     "adk.models": CORE,
     "adk.stores": CORE,
     # The probes' former homes, kept importable.

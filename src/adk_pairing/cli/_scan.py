@@ -55,6 +55,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from ..adk import list_sessions_requires_user
 from ._common import CliError, explain, no_adk_tables_message
 from ._direct import direct_reader
 from ._direct.base import (
@@ -72,7 +73,7 @@ from ._direct.base import (
 )
 from ._scan_report import Finding, ScanResult, count_of, findings_of
 from ._stop import StopRequest
-from ._store import OpenedStore, list_sessions_requires_user
+from ._store import OpenedStore
 
 logger = logging.getLogger("adk_pairing.cli")
 
