@@ -12,6 +12,7 @@ request that makes it satisfy every provider's pairing rules.
 #: The package's one version: pyproject.toml reads it, ``adk-pairing --version`` prints it.
 __version__ = "0.1.0"
 
+from . import _moved
 from .adk_services import register_pairing_schemes
 from .config import ConfigError, load_config, load_session_service
 from .ledger import CallStatus, PairingReport, TrackedCall, analyze
@@ -27,6 +28,9 @@ from .plugin import PairingPlugin
 from .repair import repaired_events
 from .service import PairingSessionService, create_session_service
 from .view import PairedSession
+
+# The modules' old paths stay importable (`adk_pairing._moved`).
+_moved.install()
 
 __all__ = [
     "DEFAULT_MISSING_TEXT",

@@ -90,6 +90,8 @@ LAYER_NAMES = ("wire", "core", "passes", "shells")
 #: package, ``cli`` and ``cli.*``, is a shell as a whole).
 LAYER_OF = {
     "wire": WIRE,
+    # The old module paths, importable as the moved modules (no imports of its own).
+    "_moved": WIRE,
     # The ledger's former front, kept importable.
     "analysis": CORE,
     # The ledger's parts (`adk_pairing.ledger`).
