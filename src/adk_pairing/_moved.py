@@ -15,7 +15,34 @@ import sys
 from types import ModuleType
 
 #: Old module path -> the module's path now.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "adk_pairing.provider_rules": "adk_pairing.rules.provider_rules",
+    "adk_pairing.request_form": "adk_pairing.rules.request_form",
+    "adk_pairing.checks": "adk_pairing.rules.checks",
+    "adk_pairing.builder_check": "adk_pairing.rules.builder_check",
+    "adk_pairing.placeholders": "adk_pairing.core.placeholders",
+    "adk_pairing.repair": "adk_pairing.core.repair",
+    "adk_pairing.analysis_cache": "adk_pairing.core.analysis_cache",
+    "adk_pairing.lru": "adk_pairing.core.lru",
+    "adk_pairing.ownership": "adk_pairing.core.ownership",
+    "adk_pairing.view": "adk_pairing.passes.view",
+    "adk_pairing.request_pass": "adk_pairing.passes.request_pass",
+    "adk_pairing.request_records": "adk_pairing.passes.request_records",
+    "adk_pairing.request_rewrite": "adk_pairing.passes.request_rewrite",
+    "adk_pairing.request_scan": "adk_pairing.passes.request_scan",
+    "adk_pairing.restore_pass": "adk_pairing.passes.restore_pass",
+    "adk_pairing.service": "adk_pairing.shells.service",
+    "adk_pairing.shielding": "adk_pairing.shells.shielding",
+    "adk_pairing.plugin": "adk_pairing.shells.plugin",
+    "adk_pairing.metrics": "adk_pairing.shells.metrics",
+    "adk_pairing.factory": "adk_pairing.shells.factory",
+    "adk_pairing.config": "adk_pairing.shells.config",
+    "adk_pairing.adk_services": "adk_pairing.shells.adk_services",
+    "adk_pairing.extras": "adk_pairing.shells.extras",
+    "adk_pairing.uris": "adk_pairing.shells.uris",
+    "adk_pairing.masking": "adk_pairing.shells.masking",
+    "adk_pairing.ledger_reads": "adk_pairing.ledger.reads",
+}
 
 
 class _Alias(importlib.abc.Loader):

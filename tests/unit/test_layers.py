@@ -38,27 +38,27 @@ PURE = (
     "ledger/pairing.py",
     "ledger/placement.py",
     "ledger/rewinds.py",
-    "ledger_reads.py",
-    "analysis_cache.py",
-    "lru.py",
+    "ledger/reads.py",
+    "core/analysis_cache.py",
+    "core/lru.py",
     "builder_traits.py",
     "adk/builder.py",
     "adk/events.py",
     "adk/internals.py",
     "adk/_modules.py",
     "adk/models.py",
-    "request_pass.py",
-    "request_records.py",
-    "request_rewrite.py",
-    "request_scan.py",
-    "restore_pass.py",
-    "ownership.py",
-    "builder_check.py",
-    "placeholders.py",
-    "provider_rules.py",
-    "request_form.py",
-    "repair.py",
-    "view.py",
+    "passes/request_pass.py",
+    "passes/request_records.py",
+    "passes/request_rewrite.py",
+    "passes/request_scan.py",
+    "passes/restore_pass.py",
+    "core/ownership.py",
+    "rules/builder_check.py",
+    "core/placeholders.py",
+    "rules/provider_rules.py",
+    "rules/request_form.py",
+    "core/repair.py",
+    "passes/view.py",
     "wire.py",
 )
 
@@ -104,20 +104,20 @@ LAYER_OF = {
     "ledger.pairing": CORE,
     "ledger.placement": CORE,
     "ledger.rewinds": CORE,
-    "analysis_cache": CORE,
-    "lru": CORE,
+    "core.analysis_cache": CORE,
+    "core.lru": CORE,
     "builder_traits": CORE,
-    "ledger_reads": CORE,
-    "ownership": CORE,
-    "placeholders": CORE,
+    "ledger.reads": CORE,
+    "core.ownership": CORE,
+    "core.placeholders": CORE,
     # The providers' rules, each once, and their registry.
-    "provider_rules": CORE,
+    "rules.provider_rules": CORE,
     # The one normal form of a request the provider rules read.
-    "request_form": CORE,
-    "repair": CORE,
+    "rules.request_form": CORE,
+    "core.repair": CORE,
     # The checks: the repair asks ADK's own builder whether a view is never worse.
-    "builder_check": CORE,
-    "checks": CORE,
+    "rules.builder_check": CORE,
+    "rules.checks": CORE,
     # What the installed ADK does, detected by feature: read by the core and the shells.
     "adk": CORE,
     "adk._modules": CORE,
@@ -128,27 +128,32 @@ LAYER_OF = {
     "adk.stores": CORE,
     # The probes' former homes, kept importable.
     "adk_compat": CORE,
-    "request_pass": PASSES,
+    "passes.request_pass": PASSES,
     # The request pass in parts: what it reports, its detection, its rewrite.
-    "request_records": PASSES,
-    "request_rewrite": PASSES,
-    "request_scan": PASSES,
+    "passes.request_records": PASSES,
+    "passes.request_rewrite": PASSES,
+    "passes.request_scan": PASSES,
     # The plugin's restore of dropped calls: the view's placement, then the request pass.
-    "restore_pass": PASSES,
-    "view": PASSES,
+    "passes.restore_pass": PASSES,
+    "passes.view": PASSES,
     "": SHELLS,
     "__main__": SHELLS,
-    "adk_services": SHELLS,
-    "config": SHELLS,
-    "extras": SHELLS,
-    "factory": SHELLS,
-    "masking": SHELLS,
-    "metrics": SHELLS,
-    "plugin": SHELLS,
-    "service": SHELLS,
+    "shells.adk_services": SHELLS,
+    "shells.config": SHELLS,
+    "shells.extras": SHELLS,
+    "shells.factory": SHELLS,
+    "shells.masking": SHELLS,
+    "shells.metrics": SHELLS,
+    "shells.plugin": SHELLS,
+    "shells.service": SHELLS,
     # The decorator's calls of a SQLite store, shielded from cancellation.
-    "shielding": SHELLS,
-    "uris": SHELLS,
+    "shells.shielding": SHELLS,
+    "shells.uris": SHELLS,
+    # The layers' packages.
+    "rules": CORE,
+    "core": CORE,
+    "passes": PASSES,
+    "shells": SHELLS,
 }
 
 
@@ -261,30 +266,30 @@ def test_each_module_imports_only_its_own_layer_and_those_below() -> None:
 @pytest.mark.parametrize(
     "spelling",
     [
-        "from .view import PairedSession",
-        "from . import service",
-        "from .cli._scan import scan",
-        "from adk_pairing.plugin import PairingPlugin",
-        "from adk_pairing import request_pass",
-        "import adk_pairing.view",
+        "from ..passes.view import PairedSession",
+        "from ..shells import service",
+        "from ..cli._scan import scan",
+        "from adk_pairing.shells.plugin import PairingPlugin",
+        "from adk_pairing.passes import request_pass",
+        "import adk_pairing.passes.view",
     ],
 )
 def test_an_upward_import_in_the_core_is_caught(spelling: str) -> None:
     """Every spelling of an import is read, inside a function too."""
     modules = _modules()
     graph = _graph()
-    graph["repair"] = _imported(f"def f():\n    {spelling}\n", "repair", False, modules)
+    graph["core.repair"] = _imported(f"def f():\n    {spelling}\n", "core.repair", False, modules)
     assert _upward_imports(graph)
 
 
 def test_the_factory_does_not_import_the_decorator() -> None:
-    assert "service" not in _graph()["factory"]
+    assert "shells.service" not in _graph()["shells.factory"]
 
 
 def test_secret_masking_and_the_uri_grammar_are_leaves() -> None:
     graph = _graph()
-    assert graph["uris"] == set()
-    assert graph["masking"] == {"uris"}
+    assert graph["shells.uris"] == set()
+    assert graph["shells.masking"] == {"shells.uris"}
 
 
 def test_the_core_and_the_view_never_await() -> None:
@@ -412,6 +417,6 @@ def test_a_restated_provider_rule_is_caught() -> None:
 def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:
     """The request pass answers with the view's placeholder without the view's check."""
     graph = _graph()
-    assert graph["placeholders"] <= {"adk", "ledger", "wire"}
+    assert graph["core.placeholders"] <= {"adk", "ledger", "wire"}
     for part in ("request_pass", "request_records", "request_rewrite", "request_scan"):
-        assert not {"repair", "builder_check", "view"} & graph[part], part
+        assert not {"core.repair", "rules.builder_check", "passes.view"} & graph[f"passes.{part}"]

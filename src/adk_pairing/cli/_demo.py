@@ -53,11 +53,11 @@ from ..adk import (
     anthropic_converter_installed,
     close_session_service,
 )
-from ..checks import violations_of
+from ..core.placeholders import METADATA_KEY, placeholder_text
 from ..ledger import analyze
-from ..placeholders import METADATA_KEY, placeholder_text
-from ..provider_rules import PROVIDER_RULES
-from ..service import PairingSessionService
+from ..rules.checks import violations_of
+from ..rules.provider_rules import PROVIDER_RULES
+from ..shells.service import PairingSessionService
 from ._common import CliError
 from ._demo_agent import (
     APP_NAME,

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..ledger import analyze, is_rewind
-from ..ledger_reads import (
+from ..ledger.reads import (
     ACTIONS_FIELDS,
     CALL_FIELDS,
     CONTENT_FIELDS,

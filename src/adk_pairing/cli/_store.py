@@ -38,10 +38,10 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk import close_session_service, sqlite_service_parses_uris
-from ..extras import install_line, missing_extra
-from ..factory import create_inner_session_service
-from ..masking import mask_uri
-from ..uris import inner_uri
+from ..shells.extras import install_line, missing_extra
+from ..shells.factory import create_inner_session_service
+from ..shells.masking import mask_uri
+from ..shells.uris import inner_uri
 from ._common import URI_EXAMPLES, CliError
 
 #: Seconds to wait for a PostgreSQL connection before calling the server unreachable.

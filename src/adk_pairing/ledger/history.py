@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..adk.builder import NEWEST_BUILDER, BuilderTraits
-from ..ledger_reads import EventRead
 from ..wire import IrregularShape
 from .calls import CallStatus, TrackedCall
 from .pairing import PairingLedger
+from .reads import EventRead
 from .rewinds import live_event_mask, live_runs
 
 __all__ = ["PairingReport", "analyze", "build_ledger", "held_open_call_ids"]

@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..ledger_reads import EventRead, PartRead
 from ..wire import (
     LEFT_OUT_CALL_NAMES,
     IrregularShape,
@@ -26,6 +25,7 @@ from ..wire import (
     never_sent_as_a_call,
 )
 from .calls import BranchedCall, CallCopies, TrackedCall
+from .reads import EventRead, PartRead
 
 if TYPE_CHECKING:
     from .older_builders import LedgerForOlderBuilders, OlderBuilder

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from google.genai import types
 
-from .provider_rules import answers_in_place, refused_when_paired_by_id
-from .request_form import starts_a_model_turn
-from .wire import MODEL_ROLES, is_mixed
+from ..rules.provider_rules import answers_in_place, refused_when_paired_by_id
+from ..rules.request_form import starts_a_model_turn
+from ..wire import MODEL_ROLES, is_mixed
 
 __all__ = ["Segment", "scan"]
 

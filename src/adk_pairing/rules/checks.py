@@ -51,7 +51,7 @@ from typing import Any
 
 from google.genai import types
 
-from .adk import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
+from ..adk import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, anthropic_pairing, openai_chat
 from .request_form import (
     WireRequest,

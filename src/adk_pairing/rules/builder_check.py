@@ -62,12 +62,12 @@ from functools import cache
 from google.adk.events.event import Event
 from google.genai import types
 
-from .adk import anthropic_converter_installed, litellm_imported
-from .adk.builder import contents_builder
+from ..adk import anthropic_converter_installed, litellm_imported
+from ..adk.builder import contents_builder
+from ..wire import branches_shown_to
 from .checks import violations_of
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading
 from .request_form import request_of_contents
-from .wire import branches_shown_to
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 

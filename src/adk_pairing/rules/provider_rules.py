@@ -52,6 +52,7 @@ from typing import Any
 
 from google.genai import types
 
+from ..wire import ANTHROPIC_FALLBACK_PREFIX, Block, is_mixed
 from .request_form import (
     PositionalIds,
     Turn,
@@ -64,7 +65,6 @@ from .request_form import (
     starts_a_model_turn,
     with_positional_ids,
 )
-from .wire import ANTHROPIC_FALLBACK_PREFIX, Block, is_mixed
 
 __all__ = [
     "PROVIDER_RULES",

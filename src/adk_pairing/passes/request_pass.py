@@ -91,11 +91,11 @@ from collections.abc import Callable, Collection, Sequence
 
 from google.genai import types
 
-from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts
+from ..core.placeholders import OPENING_NOTE_TEXT, PlaceholderTexts
+from ..wire import MODEL_ROLES, never_sent_as_a_call
 from .request_records import QUIET_RULES, ContentRepair, ContentRule, RepairedContents
 from .request_rewrite import FILLED_ID_PREFIX, repair_segments
 from .request_scan import scan
-from .wire import MODEL_ROLES, never_sent_as_a_call
 
 __all__ = [
     "FILLED_ID_PREFIX",

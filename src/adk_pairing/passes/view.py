@@ -42,9 +42,9 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from .ledger import Observation, PairingLedger, build_ledger, is_rewind
-from .placeholders import PlaceholderTexts, RepairedSlot
-from .repair import RepairedHistory, repair_history
+from ..core.placeholders import PlaceholderTexts, RepairedSlot
+from ..core.repair import RepairedHistory, repair_history
+from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
 
 #: Whether the running ADK's `Session` carries a storage revision marker (absent
 #: in 1.20.0, present in 1.39.1 and every 2.x); a view mirrors it.

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 
 from google.adk.sessions.session import Session
 
-from .adk import SessionNotFoundError
+from ..adk import SessionNotFoundError
 
 
 def is_owned_by(session: Session, *, app_name: str, user_id: str, session_id: str) -> bool:

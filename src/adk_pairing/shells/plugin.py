@@ -60,17 +60,17 @@ from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
-from .builder_check import builder_logs_quieted
-from .ledger import held_open_call_ids
-from .lru import Lru
+from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
+from ..core.lru import Lru
+from ..core.ownership import session_label
+from ..core.placeholders import PlaceholderTexts
+from ..ledger import held_open_call_ids
+from ..passes.request_pass import repair_contents
+from ..passes.restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
+from ..rules.builder_check import builder_logs_quieted
+from ..wire import pairs_calls_by_id
 from .metrics import record_request_repairs
-from .ownership import session_label
-from .placeholders import PlaceholderTexts
-from .request_pass import repair_contents
-from .restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
 from .service import PairingSessionService, _logged_once
-from .wire import pairs_calls_by_id
 
 __all__ = ["PairingPlugin", "pairs_calls_by_id"]
 

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from .analysis_cache import SessionKey
-from .ownership import key_label
+from ..core.analysis_cache import SessionKey
+from ..core.ownership import key_label
 
 __all__ = ["ShieldedCalls"]
 

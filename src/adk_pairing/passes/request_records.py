@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from google.genai import types
 
-from .ledger import CallStatus
+from ..ledger import CallStatus
 
 __all__ = ["QUIET_RULES", "ContentRepair", "ContentRule", "RepairedContents"]
 

@@ -60,30 +60,30 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .adk import (
+from ..adk import (
     adk_drops_unanswered_calls,
     checks_ownership,
     close_session_service,
     is_sqlite_backed,
 )
-from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
-from .factory import create_inner_session_service
-from .ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
-from .lru import Lru
-from .masking import mask_uri
-from .metrics import live_metrics
-from .ownership import (
+from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
+from ..core.lru import Lru
+from ..core.ownership import (
     is_owned_by,
     not_found,
     owned_sessions,
     session_label,
 )
-from .placeholders import PlaceholderTexts
-from .repair import Fallback, RepairedHistory, repair_history
+from ..core.placeholders import PlaceholderTexts
+from ..core.repair import Fallback, RepairedHistory, repair_history
+from ..ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
+from ..passes.view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
+from ..wire import IrregularShape
+from .factory import create_inner_session_service
+from .masking import mask_uri
+from .metrics import live_metrics
 from .shielding import ShieldedCalls
 from .uris import PAIRING_PREFIX, is_pairing_uri
-from .view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
-from .wire import IrregularShape
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from google.genai import types
 
-from .wire import Block, IdlessCalls, anthropic_block, anthropic_keeps_id, is_model_role
+from ..wire import Block, IdlessCalls, anthropic_block, anthropic_keeps_id, is_model_role
 
 __all__ = [
     "POSITIONAL_ID_PREFIX",

@@ -31,8 +31,8 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from pydantic import BaseModel
 
-from .adk import adk_reads_error_code_of_responses
-from .ledger import CallStatus, TrackedCall
+from ..adk import adk_reads_error_code_of_responses
+from ..ledger import CallStatus, TrackedCall
 
 METADATA_KEY = "adk_pairing"
 """Key under ``Event.custom_metadata`` that marks everything adk-pairing adds."""

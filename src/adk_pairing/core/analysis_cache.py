@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
-from .ledger import PairingLedger, build_ledger
+from ..ledger import PairingLedger, build_ledger
 from .lru import Lru
 
 #: Sessions whose analysis `PairingSessionService` remembers by default.
