@@ -12,21 +12,25 @@ request that makes it satisfy every provider's pairing rules.
 #: The package's one version: pyproject.toml reads it, ``adk-pairing --version`` prints it.
 __version__ = "0.1.0"
 
-from .adk_services import register_pairing_schemes
-from .analysis import CallStatus, PairingReport, TrackedCall, analyze
-from .config import ConfigError, load_config, load_session_service
-from .masking import mask_uri
-from .placeholders import (
+from . import _moved
+from .core.placeholders import (
     DEFAULT_MISSING_TEXT,
     DEFAULT_PENDING_TEXT,
     METADATA_KEY,
     PlaceholderTexts,
     is_synthetic,
 )
-from .plugin import PairingPlugin
-from .repair import repaired_events
-from .service import PairingSessionService, create_session_service
-from .view import PairedSession
+from .core.repair import repaired_events
+from .ledger import CallStatus, PairingReport, TrackedCall, analyze
+from .passes.view import PairedSession
+from .shells.adk_services import register_pairing_schemes
+from .shells.config import ConfigError, load_config, load_session_service
+from .shells.masking import mask_uri
+from .shells.plugin import PairingPlugin
+from .shells.service import PairingSessionService, create_session_service
+
+# The modules' old paths stay importable (`adk_pairing._moved`).
+_moved.install()
 
 __all__ = [
     "DEFAULT_MISSING_TEXT",

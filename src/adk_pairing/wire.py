@@ -1,7 +1,7 @@
 """The wire rules: what ADK's converters send, and who answers whom, each stated once.
 
 Every other module of adk-pairing imports these rules and restates none of
-them: the ledger (`adk_pairing.analysis`), the view, the request pass
+them: the ledger (`adk_pairing.ledger`), the view, the request pass
 (`adk_pairing.request_pass`), the providers' rules (`adk_pairing.provider_rules`)
 and the plugin. This module is pure and imports nothing of ours. Where in
 each ADK release these facts are is docs/compatibility.md's table.
@@ -24,7 +24,7 @@ The rules:
   pair them differently:
 
   - ADK's request builder (the view's rule, coded in
-    `adk_pairing.analysis.PairingLedger`): an id-less result belongs to the
+    `adk_pairing.ledger.PairingLedger`): an id-less result belongs to the
     newest preceding event with an id-less call of its name, whose calls it
     takes in order;
   - on the wire (`IdlessCalls`): an id-less result answers an unanswered
@@ -33,7 +33,7 @@ The rules:
     providers' rules read.
 
 * **Held open** (`HELD_OPEN_CALL_NAMES`, `is_held_open`,
-  `adk_pairing.analysis.held_open_call_ids`): ADK answers a call only when a person or client
+  `adk_pairing.ledger.held_open_call_ids`): ADK answers a call only when a person or client
   does when it is a confirmation, credential or input request (by name), or
   when the newest event that calls its id lists it in
   ``long_running_tool_ids``.
@@ -108,7 +108,7 @@ class IrregularShape(enum.StrEnum):
 
     ADK's request builder keys its rearranging on call ids, so in these
     histories where a placeholder lands depends on the rest of the history
-    and on the ADK release (`adk_pairing.analysis`); the view is then checked
+    and on the ADK release (`adk_pairing.ledger`); the view is then checked
     against ADK's own builder (`adk_pairing.builder_check`).
     """
 

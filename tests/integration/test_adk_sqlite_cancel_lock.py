@@ -156,10 +156,10 @@ async def test_close_waits_for_a_shielded_read_whose_caller_was_cancelled(
     store = await _store_with_history(tmp_path / "sessions.db")
     service = PairingSessionService(store)
     await _cancel_a_read_mid_query(service, events_query_started)
-    orphans = set(service._calls_in_flight)
+    orphans = set(service._shielded_calls.in_flight)
     await service.close()
     assert orphans and all(read.done() and not read.cancelled() for read in orphans)
-    assert not service._calls_in_flight
+    assert not service._shielded_calls.in_flight
 
 
 async def test_wal_journal_mode_lets_the_next_write_through_after_a_cancelled_read(

@@ -335,9 +335,9 @@ async def test_close_waits_for_an_append_whose_caller_was_cancelled(
     service, view = await _seeded_view(kind, tmp_path / "sessions.db")
     event = _event(10)
     await _cancel_once_queued(service, view, event, operations)
-    assert service._calls_in_flight
+    assert service._shielded_calls.in_flight
     await service.close()
-    assert not service._calls_in_flight
+    assert not service._shielded_calls.in_flight
     store = _open(kind, tmp_path / "sessions.db")
     try:
         stored = await store.get_session(app_name=APP, user_id=USER, session_id=SESSION)

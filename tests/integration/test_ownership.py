@@ -25,7 +25,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingSessionService
-from adk_pairing.ownership import checks_ownership
+from adk_pairing.adk import checks_ownership
 
 from .support.backends import Backend
 

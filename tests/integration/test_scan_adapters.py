@@ -1,6 +1,6 @@
 """The service internals the direct reader reads exist in the installed release.
 
-`adk_pairing.cli._adapters` is the only module that reaches into a session
+`adk_pairing.adk.internals` is the only module that reaches into a session
 service's private or undocumented attributes. Each test here builds the real
 service and uses what its adapter returns against the real store; when a
 release renames the attribute, the adapter's `InternalsChanged` message (which
@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adk_pairing.adk import close_session_service
-from adk_pairing.cli import _adapters
-from adk_pairing.cli._adapters import InternalsChanged
+from adk_pairing.adk import close_session_service, internals
+from adk_pairing.adk.internals import InternalsChanged
 from tests.adk_features import HAS_ADK_REDIS
 from tests.conftest import require_server
 
@@ -33,7 +32,7 @@ async def test_database_session_service_engine(tmp_path: Path) -> None:
 
     service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{tmp_path / 'a.db'}")
     try:
-        engine = _adapted(_adapters.database_engine, service)
+        engine = _adapted(internals.database_engine, service)
         async with engine.connect() as connection:  # type: ignore[attr-defined]
             assert (await connection.execute(text("SELECT 1"))).scalar_one() == 1
     finally:
@@ -48,7 +47,7 @@ async def test_adk_redis_session_service_client_and_prefix(redis_url: str) -> No
     require_server("Redis", "127.0.0.1", 6379)
     config = RedisSessionServiceConfig(uri=redis_url, key_prefix="adkp-adapter:")
     service = RedisSessionService(config=config)
-    client, prefix = _adapted(_adapters.adk_redis_client, service)  # type: ignore[misc]
+    client, prefix = _adapted(internals.adk_redis_client, service)  # type: ignore[misc]
     try:
         assert prefix == "adkp-adapter:"
         assert await client.ping()
@@ -64,7 +63,7 @@ async def test_community_redis_session_service_client(redis_url: str) -> None:
     )
     require_server("Redis", "127.0.0.1", 6379)
     service = community.RedisSessionService(uri=redis_url)
-    client = _adapted(_adapters.community_redis_client, service)
+    client = _adapted(internals.community_redis_client, service)
     try:
         assert await client.ping()  # type: ignore[attr-defined]
     finally:
@@ -78,9 +77,9 @@ class _RenamedService:
 @pytest.mark.parametrize(
     ("read", "attribute"),
     [
-        (_adapters.database_engine, "db_engine"),
-        (_adapters.adk_redis_client, "_get_redis()"),
-        (_adapters.community_redis_client, "cache"),
+        (internals.database_engine, "db_engine"),
+        (internals.adk_redis_client, "_get_redis()"),
+        (internals.community_redis_client, "cache"),
     ],
 )
 def test_a_renamed_internal_is_named_in_one_clear_message(read: object, attribute: str) -> None:
@@ -89,7 +88,7 @@ def test_a_renamed_internal_is_named_in_one_clear_message(read: object, attribut
     message = str(raised.value)
     assert "_RenamedService of google-adk " in message
     assert f"has no {attribute} " in message
-    assert "src/adk_pairing/cli/_adapters.py" in message
+    assert "src/adk_pairing/adk/internals.py" in message
 
 
 async def test_a_scan_falls_back_to_get_session_naming_the_renamed_internal(

@@ -127,8 +127,7 @@ async def _ties_are_ordered(service: BaseSessionService) -> bool:
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    from adk_pairing.adk import close_session_service
-    from adk_pairing.cli._direct import probe_tie_break
+    from adk_pairing.adk import close_session_service, probe_tie_break
 
     if not isinstance(service, DatabaseSessionService | SqliteSessionService):
         return True  # Redis: a session's events are one stored list
@@ -629,7 +628,7 @@ def test_direct_reader_never_calls_the_services_get_session_or_list_sessions(
 
     # The SQLite reader probes the installed service's tie-break once per
     # process, on a scratch file of its own: done before get_session is refused.
-    from adk_pairing.cli._direct import sqlite_service_tie_break
+    from adk_pairing.adk import sqlite_service_tie_break
 
     asyncio.run(sqlite_service_tie_break())
     for cls in classes:

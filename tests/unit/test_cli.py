@@ -24,14 +24,11 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
 
+from adk_pairing.adk import list_sessions_requires_user
 from adk_pairing.cli._common import CliError, explain, human_age, parse_time, short
-from adk_pairing.cli._scan import Hooks, ReaderChoice, ScanOptions, ScanResult, scan_store
-from adk_pairing.cli._store import (
-    OpenedStore,
-    list_sessions_requires_user,
-    parse_options,
-    read_only_target,
-)
+from adk_pairing.cli._scan import Hooks, ReaderChoice, ScanOptions, scan_store
+from adk_pairing.cli._scan_report import ScanResult
+from adk_pairing.cli._store import OpenedStore, parse_options, read_only_target
 
 SECRET = "hunter2"
 
@@ -333,7 +330,7 @@ def test_parse_time_rejects_what_it_cannot_read() -> None:
 
 
 def test_a_finding_names_the_irregular_shape_of_its_session() -> None:
-    from adk_pairing.cli._scan import findings_of
+    from adk_pairing.cli._scan_report import findings_of
     from tests.unit.events import call, model_event, user_text
 
     reused = [
@@ -371,7 +368,7 @@ def test_help_names_arguments_as_written_and_fits_the_command_list() -> None:
 
 
 def test_merge_refuses_a_partial_shard_report() -> None:
-    from adk_pairing.cli._scan import merge_reports
+    from adk_pairing.cli._scan_report import merge_reports
 
     report = ScanResult(store="s", apps=["a"], user=None, read_only="r", shard="0/1").to_json()
     merge_reports([("whole.json", report)])  # the control: a whole shard merges

@@ -7,7 +7,8 @@ and each returns: nothing below calls back up. Asserted twice: on the imports
 of every module of the package, and on the frames of a real append through
 the decorator (`test_an_append_calls_only_downward_through_the_layers`). Each wire rule is
 defined in ``wire.py`` alone, and each provider rule's function in
-``provider_rules.py`` alone, the one module that reads the providers' messages.
+``provider_rules.py`` alone: it and the normal form it reads (``request_form.py``)
+are the only modules that read the providers' messages.
 """
 
 from __future__ import annotations
@@ -31,26 +32,33 @@ PURE = (
     "ledger/__init__.py",
     "ledger/calls.py",
     "ledger/child_runs.py",
+    "ledger/history.py",
     "ledger/older_builders.py",
     "ledger/open_calls.py",
     "ledger/pairing.py",
     "ledger/placement.py",
     "ledger/rewinds.py",
-    "ledger_reads.py",
-    "analysis_cache.py",
+    "ledger/reads.py",
+    "core/analysis_cache.py",
+    "core/lru.py",
     "builder_traits.py",
     "adk/builder.py",
     "adk/events.py",
+    "adk/internals.py",
     "adk/_modules.py",
     "adk/models.py",
-    "request_pass.py",
-    "restore_pass.py",
-    "ownership.py",
-    "builder_check.py",
-    "placeholders.py",
-    "provider_rules.py",
-    "repair.py",
-    "view.py",
+    "passes/request_pass.py",
+    "passes/request_records.py",
+    "passes/request_rewrite.py",
+    "passes/request_scan.py",
+    "passes/restore_pass.py",
+    "core/ownership.py",
+    "rules/builder_check.py",
+    "core/placeholders.py",
+    "rules/provider_rules.py",
+    "rules/request_form.py",
+    "core/repair.py",
+    "passes/view.py",
     "wire.py",
 )
 
@@ -82,51 +90,70 @@ LAYER_NAMES = ("wire", "core", "passes", "shells")
 #: package, ``cli`` and ``cli.*``, is a shell as a whole).
 LAYER_OF = {
     "wire": WIRE,
+    # The old module paths, importable as the moved modules (no imports of its own).
+    "_moved": WIRE,
+    # The ledger's former front, kept importable.
     "analysis": CORE,
     # The ledger's parts (`adk_pairing.ledger`).
     "ledger": CORE,
     "ledger.calls": CORE,
     "ledger.child_runs": CORE,
+    "ledger.history": CORE,
     "ledger.older_builders": CORE,
     "ledger.open_calls": CORE,
     "ledger.pairing": CORE,
     "ledger.placement": CORE,
     "ledger.rewinds": CORE,
-    "analysis_cache": CORE,
+    "core.analysis_cache": CORE,
+    "core.lru": CORE,
     "builder_traits": CORE,
-    "ledger_reads": CORE,
-    "ownership": CORE,
-    "placeholders": CORE,
+    "ledger.reads": CORE,
+    "core.ownership": CORE,
+    "core.placeholders": CORE,
     # The providers' rules, each once, and their registry.
-    "provider_rules": CORE,
-    "repair": CORE,
+    "rules.provider_rules": CORE,
+    # The one normal form of a request the provider rules read.
+    "rules.request_form": CORE,
+    "core.repair": CORE,
     # The checks: the repair asks ADK's own builder whether a view is never worse.
-    "builder_check": CORE,
-    "checks": CORE,
+    "rules.builder_check": CORE,
+    "rules.checks": CORE,
     # What the installed ADK does, detected by feature: read by the core and the shells.
     "adk": CORE,
     "adk._modules": CORE,
     "adk.builder": CORE,
     "adk.events": CORE,
+    "adk.internals": CORE,
     "adk.models": CORE,
     "adk.stores": CORE,
     # The probes' former homes, kept importable.
     "adk_compat": CORE,
-    "request_pass": PASSES,
+    "passes.request_pass": PASSES,
+    # The request pass in parts: what it reports, its detection, its rewrite.
+    "passes.request_records": PASSES,
+    "passes.request_rewrite": PASSES,
+    "passes.request_scan": PASSES,
     # The plugin's restore of dropped calls: the view's placement, then the request pass.
-    "restore_pass": PASSES,
-    "view": PASSES,
+    "passes.restore_pass": PASSES,
+    "passes.view": PASSES,
     "": SHELLS,
     "__main__": SHELLS,
-    "adk_services": SHELLS,
-    "config": SHELLS,
-    "extras": SHELLS,
-    "factory": SHELLS,
-    "masking": SHELLS,
-    "metrics": SHELLS,
-    "plugin": SHELLS,
-    "service": SHELLS,
-    "uris": SHELLS,
+    "shells.adk_services": SHELLS,
+    "shells.config": SHELLS,
+    "shells.extras": SHELLS,
+    "shells.factory": SHELLS,
+    "shells.masking": SHELLS,
+    "shells.metrics": SHELLS,
+    "shells.plugin": SHELLS,
+    "shells.service": SHELLS,
+    # The decorator's calls of a SQLite store, shielded from cancellation.
+    "shells.shielding": SHELLS,
+    "shells.uris": SHELLS,
+    # The layers' packages.
+    "rules": CORE,
+    "core": CORE,
+    "passes": PASSES,
+    "shells": SHELLS,
 }
 
 
@@ -239,30 +266,30 @@ def test_each_module_imports_only_its_own_layer_and_those_below() -> None:
 @pytest.mark.parametrize(
     "spelling",
     [
-        "from .view import PairedSession",
-        "from . import service",
-        "from .cli._scan import scan",
-        "from adk_pairing.plugin import PairingPlugin",
-        "from adk_pairing import request_pass",
-        "import adk_pairing.view",
+        "from ..passes.view import PairedSession",
+        "from ..shells import service",
+        "from ..cli._scan import scan",
+        "from adk_pairing.shells.plugin import PairingPlugin",
+        "from adk_pairing.passes import request_pass",
+        "import adk_pairing.passes.view",
     ],
 )
 def test_an_upward_import_in_the_core_is_caught(spelling: str) -> None:
     """Every spelling of an import is read, inside a function too."""
     modules = _modules()
     graph = _graph()
-    graph["repair"] = _imported(f"def f():\n    {spelling}\n", "repair", False, modules)
+    graph["core.repair"] = _imported(f"def f():\n    {spelling}\n", "core.repair", False, modules)
     assert _upward_imports(graph)
 
 
 def test_the_factory_does_not_import_the_decorator() -> None:
-    assert "service" not in _graph()["factory"]
+    assert "shells.service" not in _graph()["shells.factory"]
 
 
 def test_secret_masking_and_the_uri_grammar_are_leaves() -> None:
     graph = _graph()
-    assert graph["uris"] == set()
-    assert graph["masking"] == {"uris"}
+    assert graph["shells.uris"] == set()
+    assert graph["shells.masking"] == {"shells.uris"}
 
 
 def test_the_core_and_the_view_never_await() -> None:
@@ -297,16 +324,21 @@ def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:
     assert not restated, restated
 
 
+#: The modules of the provider rules: the rules and the normal form they read.
+RULES_MODULES = ("provider_rules.py", "request_form.py")
+
+
 def _provider_rule_functions() -> set[str]:
-    """Every rule function of `adk_pairing.provider_rules`: the registry's and their helpers."""
-    from adk_pairing import provider_rules
+    """Every rule function: the registry's, their helpers and the normal form's."""
+    from adk_pairing import provider_rules, request_form
 
     registered = {rule.violations.__name__ for rule in provider_rules.PROVIDER_RULES.values()}
     public = {
         name
-        for name in provider_rules.__all__
-        if inspect.isfunction(getattr(provider_rules, name))
-        and getattr(provider_rules, name).__module__ == provider_rules.__name__
+        for module in (provider_rules, request_form)
+        for name in module.__all__
+        if inspect.isfunction(getattr(module, name))
+        and getattr(module, name).__module__ == module.__name__
     }
     return registered | public
 
@@ -314,8 +346,9 @@ def _provider_rule_functions() -> set[str]:
 def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> None:
     """No module defines a provider rule's function again, under its name, public or private.
 
-    The functions are the registry's (`provider_rules.PROVIDER_RULES`) and the
-    helpers it exports; every one must live in ``provider_rules.py``.
+    The functions are the registry's (`provider_rules.PROVIDER_RULES`), the
+    helpers it exports and the normal form's (`request_form`); every one must
+    live in one of `RULES_MODULES`, and be defined there once.
     """
     from adk_pairing import provider_rules
 
@@ -325,8 +358,14 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
         assert rule.violations.__module__ == provider_rules.__name__, rule.name
     bare = {name.lstrip("_") for name in functions}
     defined_elsewhere: list[str] = []
+    defined_in_the_rules: list[str] = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "provider_rules.py":
+        if path.name in RULES_MODULES:
+            defined_in_the_rules += [
+                node.name.lstrip("_")
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in bare
+            ]
             continue
         defined_elsewhere += [
             f"{path.name}: {node.name}"
@@ -335,6 +374,7 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
             and node.name.lstrip("_") in bare
         ]
     assert not defined_elsewhere, defined_elsewhere
+    assert sorted(defined_in_the_rules) == sorted(set(defined_in_the_rules)), "defined twice"
 
 
 #: The words of the providers' wire (block types, tool message fields): a module
@@ -348,7 +388,7 @@ def test_only_the_rules_module_reads_the_providers_messages() -> None:
     """
     found: list[str] = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name in ("provider_rules.py", "wire.py"):
+        if path.name in (*RULES_MODULES, "wire.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and node.value in _PROVIDER_WIRE_WORDS:
@@ -377,5 +417,6 @@ def test_a_restated_provider_rule_is_caught() -> None:
 def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair() -> None:
     """The request pass answers with the view's placeholder without the view's check."""
     graph = _graph()
-    assert graph["placeholders"] <= {"adk", "adk_compat", "analysis", "wire", "builder_traits"}
-    assert not {"repair", "builder_check", "view"} & graph["request_pass"]
+    assert graph["core.placeholders"] <= {"adk", "ledger", "wire"}
+    for part in ("request_pass", "request_records", "request_rewrite", "request_scan"):
+        assert not {"core.repair", "rules.builder_check", "passes.view"} & graph[f"passes.{part}"]

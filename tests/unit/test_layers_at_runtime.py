@@ -91,4 +91,4 @@ def test_a_call_from_the_core_up_into_the_view_is_seen(monkeypatch: Any) -> None
     of_the_view = eval("lambda: False", vars(view))  # its frames run in the view's module
     monkeypatch.setattr(placeholders, "adk_reads_error_code_of_responses", of_the_view)
     upward = asyncio.run(_append_and_read([model_event([call("a")])]))
-    assert upward and all("(core) -> view.<lambda> (passes)" in found for found in upward)
+    assert upward and all("(core) -> passes.view.<lambda> (passes)" in found for found in upward)

@@ -6,7 +6,8 @@ from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.adk.sessions.session import Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-from adk_pairing.ownership import checks_ownership, is_owned_by, owned_sessions
+from adk_pairing.adk import checks_ownership
+from adk_pairing.ownership import is_owned_by, owned_sessions
 
 
 def _session(app: str, user: str, session_id: str) -> Session:

@@ -23,14 +23,9 @@ from hypothesis import strategies as st
 from adk_pairing import PlaceholderTexts
 from adk_pairing.checks import anthropic_pairing_violations, request_violations
 from adk_pairing.placeholders import OPENING_NOTE_TEXT
-from adk_pairing.request_pass import (
-    ContentRule,
-    _opened_by_the_user,
-    _prepare,
-    _repair_segments,
-    _scan,
-    repair_contents,
-)
+from adk_pairing.request_pass import ContentRule, _opened_by_the_user, repair_contents
+from adk_pairing.request_rewrite import prepare, repair_segments
+from adk_pairing.request_scan import scan
 from adk_pairing.wire import MODEL_ROLES, converter_sends_signed_thoughts, is_mixed
 
 # -- building contents --------------------------------------------------------
@@ -579,9 +574,9 @@ def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_giv
     held = {"call_2"}
     local = repair_contents(contents, held_open_ids=held, fill_missing_ids=fill)
     # Every segment faulty: nothing is reused or passed over.
-    segments = [replace(segment, holds=False) for segment in _scan(contents, fill)]
+    segments = [replace(segment, holds=False) for segment in scan(contents, fill)]
     everything = _opened_by_the_user(
-        _repair_segments(contents, segments, held, PlaceholderTexts(), fill)
+        repair_segments(contents, segments, held, PlaceholderTexts(), fill)
     )
     assert dump(local.contents) == dump(everything.contents)
     assert sorted(map(repr, local.notable)) == sorted(map(repr, everything.notable))
@@ -592,7 +587,7 @@ def test_repairing_only_the_faulty_segments_gives_what_rebuilding_everything_giv
 def test_prepared_turns_are_non_empty_unmixed_and_hold_no_user_side_call(
     contents: list[types.Content], fill: bool
 ) -> None:
-    prepared = _prepare(contents, _scan(contents, fill))
+    prepared = prepare(contents, scan(contents, fill))
     faulty = [segment for segment in prepared.segments if not segment.holds]
     assert [t for s in faulty for t in s.turns] == list(range(len(prepared.turns)))
     for turn in prepared.turns:

@@ -9,12 +9,17 @@ behaviour. The table of release × behaviour × ADK file and line is in
 docs/compatibility.md; the code keeps one line of reason per probe.
 
 * `adk_pairing.adk.builder`: how the request builder pairs reused ids
-  (`builder_traits`) and whether it drops a call nothing answers
-  (`adk_drops_unanswered_calls`);
+  (`builder_traits`), whether it drops a call nothing answers
+  (`adk_drops_unanswered_calls`) and how to call it (`contents_builder`);
 * `adk_pairing.adk.events`: what ADK decides from an event's ``error_code``;
-* `adk_pairing.adk.models`: which model converters this process can use;
+* `adk_pairing.adk.models`: which model converters this process can use, and
+  how to call LiteLlm's conversion (`litellm_completion_inputs`);
 * `adk_pairing.adk.stores`: what the session stores offer (closing, Redis,
-  SQLite URIs, the error for a missing session).
+  SQLite URIs, the error for a missing session, which ones check a session's
+  owner themselves, whether ``list_sessions`` needs a user, how SQLite orders
+  tied events);
+* `adk_pairing.adk.internals`: the session services' private attributes the
+  scan's direct reader reads, each in one function.
 """
 
 from __future__ import annotations
@@ -27,17 +32,22 @@ from .builder import (
     adk_drops_unanswered_calls,
     builder_traits,
     left_out_call_names,
+    contents_builder,
 )
 from .events import adk_reads_error_code_of_responses
-from .models import anthropic_converter_installed, litellm_imported
+from .models import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
 from .stores import (
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,
     SessionNotFoundError,
+    checks_ownership,
     close_session_service,
     has_adk_redis_session_service,
     is_sqlite_backed,
+    list_sessions_requires_user,
+    probe_tie_break,
     sqlite_service_parses_uris,
+    sqlite_service_tie_break,
 )
 
 __all__ = [
@@ -51,10 +61,16 @@ __all__ = [
     "adk_reads_error_code_of_responses",
     "anthropic_converter_installed",
     "builder_traits",
+    "checks_ownership",
     "close_session_service",
+    "contents_builder",
     "has_adk_redis_session_service",
     "is_sqlite_backed",
     "left_out_call_names",
+    "list_sessions_requires_user",
+    "litellm_completion_inputs",
     "litellm_imported",
+    "probe_tie_break",
     "sqlite_service_parses_uris",
+    "sqlite_service_tie_break",
 ]

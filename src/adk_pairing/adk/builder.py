@@ -37,7 +37,9 @@ never less (tests/unit/test_adk_probes.py removes the module and checks it).
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from google.adk.events.event import Event
 from google.genai import types
@@ -156,3 +158,19 @@ def left_out_call_names() -> frozenset[str]:
     except Exception:  # reshaped: assume the newest builder
         return LEFT_OUT_CALL_NAMES
     return LEFT_OUT_CALL_NAMES | {INPUT_REQUEST} if leaves_out else LEFT_OUT_CALL_NAMES
+
+
+def contents_builder() -> Callable[[list[Event], Any, str | None], list[types.Content]]:
+    """ADK's ``_get_contents`` as ``(events, agent, branch)``, as its contents processor calls it.
+
+    Ids are kept as stored where the release can (``preserve_function_call_ids``,
+    1.39 and later); 1.20 strips only ADK's own ``adk-`` ids, from both lists alike.
+    """
+    from google.adk.flows.llm_flows import contents
+
+    get_contents = contents._get_contents
+    if "preserve_function_call_ids" in inspect.signature(get_contents).parameters:
+        return lambda events, agent, branch: get_contents(
+            branch, events, agent, preserve_function_call_ids=True
+        )
+    return lambda events, agent, branch: get_contents(branch, events, agent)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import sys
+from typing import Any
 
 
 @functools.cache
@@ -23,3 +25,17 @@ def litellm_imported() -> bool:
     Asked instead of importing it, which costs seconds.
     """
     return "litellm" in sys.modules
+
+
+def litellm_completion_inputs(request: Any, model: str) -> Any:
+    """LiteLlm's ``_get_completion_inputs`` of `request`, however the release declares it.
+
+    1.20.0 takes only the request and returns the messages; later releases
+    also take the model, and return a coroutine, which comes back as it is.
+    """
+    from google.adk.models import lite_llm
+
+    build = lite_llm._get_completion_inputs
+    if "model" in inspect.signature(build).parameters:
+        return build(request, model)
+    return build(request)

@@ -7,7 +7,13 @@ The releases and ADK files behind each are tabled in docs/compatibility.md
 from __future__ import annotations
 
 import inspect
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService
 
 from ._modules import module_exists
 
@@ -79,3 +85,91 @@ async def close_session_service(service: Any) -> None:
         result = dispose()
         if inspect.isawaitable(result):
             await result
+
+
+def list_sessions_requires_user(service: BaseSessionService) -> bool:
+    """Whether the service's ``list_sessions`` has no default for ``user_id``.
+
+    ADK's own services accept ``user_id=None`` (all users of the app), but a
+    service may require it: google-adk-community's ``RedisSessionService``
+    declares ``user_id: str`` and, given ``None``, silently lists nothing.
+    """
+    try:
+        parameter = inspect.signature(service.list_sessions).parameters.get("user_id")
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.default is inspect.Parameter.empty
+
+
+#: The methods through which a session reaches a caller or is changed.
+OWNER_CHECKED_METHODS = ("get_session", "list_sessions", "delete_session", "append_event")
+
+#: ADK's services, which look sessions up by (app_name, user_id, id).
+SELF_CHECKING_SERVICES = frozenset(
+    {
+        "google.adk.sessions.in_memory_session_service.InMemorySessionService",
+        "google.adk.sessions.database_session_service.DatabaseSessionService",
+        "google.adk.sessions.sqlite_session_service.SqliteSessionService",
+        "google.adk.sessions.vertex_ai_session_service.VertexAiSessionService",
+        "google.adk.integrations.redis._redis_session_service.RedisSessionService",
+    }
+)
+
+
+def checks_ownership(service: BaseSessionService) -> bool:
+    """Whether `service` itself refuses sessions of another app or user.
+
+    True only when each of `OWNER_CHECKED_METHODS` is the implementation of
+    one of ADK's own services (found on the class, so a subclass that
+    overrides one of them is not trusted).
+    """
+    for name in OWNER_CHECKED_METHODS:
+        method = getattr(type(service), name, None)
+        owner = getattr(method, "__qualname__", "").rpartition(".")[0]
+        if f"{getattr(method, '__module__', '')}.{owner}" not in SELF_CHECKING_SERVICES:
+            return False
+    return True
+
+
+#: Event ids written in this order by `probe_tie_break`: neither their id order
+#: nor the reverse of the insertion order is the insertion order.
+_PROBE_IDS = ("c", "a", "d", "b")
+
+
+async def probe_tie_break(service: BaseSessionService) -> str | None:
+    """How `service`'s ``get_session`` orders events with equal timestamps.
+
+    `service` must be a fresh, writable store (a scratch file): the probe
+    writes one session of four events with the same timestamp through the
+    service and reads it back. Returns ``"rowid"`` (insertion order), ``"id"``
+    (the events' ids), or None when the order is neither (no tie-break).
+    """
+    session = await service.create_session(app_name="probe", user_id="probe", session_id="probe")
+    stamp = time.time()
+    for event_id in _PROBE_IDS:
+        event = Event(id=event_id, invocation_id="probe", author="user", timestamp=stamp)
+        await service.append_event(session, event)
+    read = await service.get_session(app_name="probe", user_id="probe", session_id="probe")
+    order = tuple(event.id for event in read.events) if read is not None else ()
+    if order == _PROBE_IDS:
+        return "rowid"
+    if order == tuple(sorted(_PROBE_IDS)):
+        return "id"
+    return None
+
+
+_sqlite_tie_break: list[str | None] = []
+
+
+async def sqlite_service_tie_break() -> str | None:
+    """`probe_tie_break` of the installed ``SqliteSessionService`` (probed once)."""
+    if not _sqlite_tie_break:
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        with tempfile.TemporaryDirectory(prefix="adk-pairing-probe-") as scratch:
+            service = SqliteSessionService(db_path=str(Path(scratch) / "probe.db"))
+            try:
+                _sqlite_tie_break.append(await probe_tie_break(service))
+            finally:
+                await close_session_service(service)
+    return _sqlite_tie_break[0]

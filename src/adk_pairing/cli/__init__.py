@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import click
 import typer
@@ -20,7 +20,7 @@ from typer.core import TyperCommand
 from ._common import EXIT_ERROR, EXIT_FOUND, dumps, run, stdout_console
 
 if TYPE_CHECKING:
-    from ._scan import ScanResult
+    from ._scan_report import ScanResult
     from ._stop import StopRequest
 
 
@@ -72,6 +72,17 @@ UriArg = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+#: What ``--since`` and ``--until`` take (`_common.parse_time` reads it).
+TIME_FORMS = "ISO 8601 (UTC unless a zone is given), epoch seconds, or an age such as 30m, 12h, 7d."
+
+
+def UpdatedOpt(flag: str, bound: str) -> Any:
+    """A bound on the sessions' update time, parsed later by `_common.parse_time`."""
+    return Annotated[
+        str | None, typer.Option(flag, metavar="TIME", help=f"Only sessions updated {bound}")
+    ]
+
+
 DebugOpt = Annotated[
     bool, typer.Option("--debug", help="Show library logs and tracebacks on errors.")
 ]
@@ -161,19 +172,8 @@ def scan(
         str | None,
         typer.Option("--user", metavar="USER", help="Only this user's sessions."),
     ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            "--since",
-            metavar="TIME",
-            help="Only sessions updated at or after TIME: ISO 8601 (UTC unless a zone is "
-            "given), epoch seconds, or an age such as 30m, 12h, 7d.",
-        ),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option("--until", metavar="TIME", help="Only sessions updated at or before TIME."),
-    ] = None,
+    since: UpdatedOpt("--since", "at or after TIME: " + TIME_FORMS) = None,
+    until: UpdatedOpt("--until", "at or before TIME.") = None,
     fail_on: Annotated[
         str,
         typer.Option(
@@ -266,12 +266,10 @@ def scan(
         Hooks,
         ReaderChoice,
         ScanOptions,
-        broken_session_record,
-        load_report,
-        merge_reports,
         scan_store,
         scan_with_progress,
     )
+    from ._scan_report import broken_session_record, load_report, merge_reports
     from ._stop import StopRequest, stop_on_signals
     from ._store import open_read_only, parse_options
 
@@ -366,8 +364,8 @@ def _finish_scan(
     one), as does one with unreadable sessions.
     """
     from ._common import stderr_console
-    from ._scan import count_of as _count
-    from ._scan import render
+    from ._scan_report import count_of as _count
+    from ._scan_report import render
 
     err = stderr_console()
     if json_lines:

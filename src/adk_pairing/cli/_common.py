@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.segment import Segment, Segments
 from rich.table import Table
 
-from ..masking import mask_secrets, mask_uri, uri_password
+from ..shells.masking import mask_secrets, mask_uri, uri_password
 
 T = TypeVar("T")
 

@@ -48,16 +48,16 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 from rich.console import Console
 
-from ..adk_compat import (
+from ..adk import (
     adk_drops_unanswered_calls,
     anthropic_converter_installed,
     close_session_service,
 )
-from ..analysis import analyze
-from ..checks import violations_of
-from ..placeholders import METADATA_KEY, placeholder_text
-from ..provider_rules import PROVIDER_RULES
-from ..service import PairingSessionService
+from ..core.placeholders import METADATA_KEY, placeholder_text
+from ..ledger import analyze
+from ..rules.checks import violations_of
+from ..rules.provider_rules import PROVIDER_RULES
+from ..shells.service import PairingSessionService
 from ._common import CliError
 from ._demo_agent import (
     APP_NAME,

@@ -1,7 +1,7 @@
 """The scan's fast path: only the fields the analysis reads, from stored JSON.
 
 Rebuilding a stored event with ADK's ``Event`` model validates every field of
-every part; the analysis (`adk_pairing.analysis`) reads a handful, declared
+every part; the analysis (`adk_pairing.ledger`) reads a handful, declared
 once in `adk_pairing.ledger_reads`. `light_event` builds objects with exactly
 those attributes (their slots are the declaration) from an event's
 JSON document, and the core's own `analyze` and `is_rewind` run on them
@@ -27,12 +27,13 @@ validated, so it counts as readable: the one difference from ``--strict``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..analysis import analyze, is_rewind
-from ..ledger_reads import (
+from ..ledger import analyze, is_rewind
+from ..ledger.reads import (
     ACTIONS_FIELDS,
     CALL_FIELDS,
     CONTENT_FIELDS,
@@ -69,70 +70,26 @@ class UnexpectedShape(ValueError):
     """A stored event whose fields are not the types ADK writes."""
 
 
-class LightCall:
-    """A function call or response: the id and name the ledger pairs by."""
-
-    __slots__ = CALL_FIELDS
-
-    def __init__(self, call_id: str | None, name: str | None) -> None:
-        self.id = call_id
-        self.name = name
-
-
-class LightPart:
-    __slots__ = PART_FIELDS
-
-    def __init__(
-        self,
-        function_call: LightCall | None,
-        function_response: LightCall | None,
-        text: str | None,
-        thought: bool | None,
-        thought_signature: object,
-    ) -> None:
-        self.function_call = function_call
-        self.function_response = function_response
-        self.text = text
-        self.thought = thought
-        self.thought_signature = thought_signature
+def _stand_in(name: str, fields: tuple[str, ...], doc: str) -> Any:
+    """A class whose instances hold exactly `fields`, one of `adk_pairing.ledger_reads`'s
+    declarations: its slots and its constructor's parameters, in that order, both
+    come from it, so a field the ledger starts reading is declared there alone.
+    Built positionally: this runs once per fetched row, and keyword calls cost more.
+    """
+    made = dataclasses.make_dataclass(
+        name, fields, slots=True, eq=False, namespace={"__doc__": doc}
+    )
+    made.__module__ = __name__
+    return made
 
 
-class LightContent:
-    __slots__ = CONTENT_FIELDS
-
-    def __init__(self, parts: list[LightPart] | None) -> None:
-        self.parts = parts
-
-
-class LightActions:
-    __slots__ = ACTIONS_FIELDS
-
-    def __init__(self, rewind_before_invocation_id: str | None) -> None:
-        self.rewind_before_invocation_id = rewind_before_invocation_id
-
-
-class LightEvent:
-    """The fields of an ``Event`` the analysis reads, and nothing else."""
-
-    __slots__ = EVENT_FIELDS
-
-    def __init__(
-        self,
-        content: LightContent | None,
-        author: str,
-        invocation_id: str,
-        long_running_tool_ids: set[str] | None,
-        actions: LightActions,
-        branch: str | None = None,
-        isolation_scope: str | None = None,
-    ) -> None:
-        self.content = content
-        self.author = author
-        self.invocation_id = invocation_id
-        self.long_running_tool_ids = long_running_tool_ids
-        self.actions = actions
-        self.branch = branch
-        self.isolation_scope = isolation_scope
+#: A function call or response: the id and name the ledger pairs by.
+LightCall = _stand_in("LightCall", CALL_FIELDS, "A call or response: what calls are paired by.")
+LightPart = _stand_in("LightPart", PART_FIELDS, "A part: its call, response, text and thought.")
+LightContent = _stand_in("LightContent", CONTENT_FIELDS, "An event's content: its parts.")
+LightActions = _stand_in("LightActions", ACTIONS_FIELDS, "An event's actions: its rewind.")
+#: The fields of an ``Event`` the analysis reads, and nothing else.
+LightEvent = _stand_in("LightEvent", EVENT_FIELDS, "The fields of an Event the analysis reads.")
 
 
 _NO_REWIND = LightActions(None)
@@ -140,6 +97,19 @@ _NO_REWIND = LightActions(None)
 
 def _refuse(what: str, value: Any, expected: str) -> UnexpectedShape:
     return UnexpectedShape(f"{what} is {type(value).__name__}, not {expected}")
+
+
+def _either(get: Callable[[str], Any], name: str, alias: str) -> Any:
+    """A field under the name ADK writes, else under the camelCase alias its models accept."""
+    value = get(name)
+    return get(alias) if value is None else value
+
+
+def _string(value: Any, what: str) -> str | None:
+    """`value`, a string or None; anything else is a shape ADK never writes."""
+    if not (value is None or type(value) is str):
+        raise _refuse(what, value, "a string")
+    return value
 
 
 def _light_call(data: Any, what: str) -> LightCall:
@@ -155,6 +125,7 @@ def _light_call(data: Any, what: str) -> LightCall:
 def _light_part(data: Any) -> LightPart:
     if type(data) is not dict:
         raise _refuse("a part", data, "an object")
+    # Inline, not `_either`: this runs once per part of every fetched row.
     get = data.get
     call = get("function_call")
     if call is None:
@@ -166,14 +137,12 @@ def _light_part(data: Any) -> LightPart:
     if not (text is None or type(text) is str):
         raise _refuse("text", text, "a string")
     signature = get("thought_signature")
-    if signature is None:
-        signature = get("thoughtSignature")
-    return LightPart(
+    return LightPart(  # in `PART_FIELDS`' order
         None if call is None else _light_call(call, "function_call"),
         None if response is None else _light_call(response, "function_response"),
         text,
         get("thought"),
-        signature,
+        get("thoughtSignature") if signature is None else signature,
     )
 
 
@@ -209,43 +178,23 @@ def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
     if actions is not None:
         if type(actions) is not dict:
             raise _refuse("actions", actions, "an object")
-        rewind = actions.get("rewind_before_invocation_id")
-        if rewind is None:
-            rewind = actions.get("rewindBeforeInvocationId")
-        if not (rewind is None or type(rewind) is str):
-            raise _refuse("actions.rewind_before_invocation_id", rewind, "a string")
-    held_open = get("long_running_tool_ids")
-    if held_open is None:
-        held_open = get("longRunningToolIds")
-        if held_open is not None and type(held_open) is not list:
-            raise _refuse("long_running_tool_ids", held_open, "a list")
-    elif type(held_open) is not list:
+        rewind = _string(
+            _either(actions.get, "rewind_before_invocation_id", "rewindBeforeInvocationId"),
+            "actions.rewind_before_invocation_id",
+        )
+    held_open = _either(get, "long_running_tool_ids", "longRunningToolIds")
+    if held_open is not None and type(held_open) is not list:
         raise _refuse("long_running_tool_ids", held_open, "a list")
     if invocation_id is None:
-        invocation_id = get("invocation_id")
-        if invocation_id is None:
-            invocation_id = get("invocationId")
-        if not (invocation_id is None or type(invocation_id) is str):
-            raise _refuse("invocation_id", invocation_id, "a string")
-    author = get("author")
-    if not (author is None or type(author) is str):
-        raise _refuse("author", author, "a string")
-    branch = get("branch")
-    if not (branch is None or type(branch) is str):
-        raise _refuse("branch", branch, "a string")
-    scope = get("isolation_scope")
-    if scope is None:
-        scope = get("isolationScope")
-    if not (scope is None or type(scope) is str):
-        raise _refuse("isolation_scope", scope, "a string")
-    return LightEvent(
+        invocation_id = _string(_either(get, "invocation_id", "invocationId"), "invocation_id")
+    return LightEvent(  # positional, in `EVENT_FIELDS`' order (see `_stand_in`)
+        _NO_REWIND if rewind is None else LightActions(rewind),
+        _string(get("author"), "author") or "",
+        _string(get("branch"), "branch"),
         light_content,
-        author or "",
         invocation_id or "",
         set(held_open) if held_open else None,
-        _NO_REWIND if rewind is None else LightActions(rewind),
-        branch,
-        scope,
+        _string(_either(get, "isolation_scope", "isolationScope"), "isolation_scope"),
     )
 
 

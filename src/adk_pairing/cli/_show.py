@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import CallStatus, analyze
-from ..placeholders import METADATA_KEY, is_synthetic
-from ..service import PairingSessionService
+from ..core.placeholders import METADATA_KEY, is_synthetic
+from ..ledger import CallStatus, analyze
+from ..shells.service import PairingSessionService
 from ._common import CliError, print_table, short
 from ._store import OpenedStore
 

@@ -38,10 +38,10 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk import close_session_service, sqlite_service_parses_uris
-from ..extras import install_line, missing_extra
-from ..factory import create_inner_session_service
-from ..masking import mask_uri
-from ..uris import inner_uri
+from ..shells.extras import install_line, missing_extra
+from ..shells.factory import create_inner_session_service
+from ..shells.masking import mask_uri
+from ..shells.uris import inner_uri
 from ._common import URI_EXAMPLES, CliError
 
 #: Seconds to wait for a PostgreSQL connection before calling the server unreachable.
@@ -301,17 +301,3 @@ def _read_only_sqlite_service(path: str) -> BaseSessionService:
                 yield db
 
     return ReadOnlySqliteSessionService(db_path=path)
-
-
-def list_sessions_requires_user(service: BaseSessionService) -> bool:
-    """Whether the service's ``list_sessions`` has no default for ``user_id``.
-
-    ADK's own services accept ``user_id=None`` (all users of the app), but a
-    service may require it: google-adk-community's ``RedisSessionService``
-    declares ``user_id: str`` and, given ``None``, silently lists nothing.
-    """
-    try:
-        parameter = inspect.signature(service.list_sessions).parameters.get("user_id")
-    except (TypeError, ValueError):
-        return False
-    return parameter is not None and parameter.default is inspect.Parameter.empty

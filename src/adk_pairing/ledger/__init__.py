@@ -9,14 +9,15 @@ touches a store. Its parts:
 * `child_runs`: calls kept pending while the child run they started waits;
 * `rewinds`: which events survive rewinds;
 * `older_builders`: what older request builders do differently, as hooks;
-* `calls`: the records of calls and what observing an event reports.
-
-`adk_pairing.analysis` runs a ledger over a history and reports on it.
+* `calls`: the records of calls and what observing an event reports;
+* `history`: a ledger run over a whole history (`build_ledger`), and its
+  report (`analyze`, `held_open_call_ids`).
 """
 
 from __future__ import annotations
 
 from .calls import BranchedCall, CallStatus, Observation, OpenCalls, TrackedCall
+from .history import PairingReport, analyze, build_ledger, held_open_call_ids
 from .open_calls import READS_BUILT_REQUEST, READS_STORED_EVENTS, ReadPolicy
 from .pairing import PairingLedger
 from .rewinds import is_rewind, live_event_mask
@@ -29,8 +30,12 @@ __all__ = [
     "Observation",
     "OpenCalls",
     "PairingLedger",
+    "PairingReport",
     "ReadPolicy",
     "TrackedCall",
+    "analyze",
+    "build_ledger",
+    "held_open_call_ids",
     "is_rewind",
     "live_event_mask",
 ]

@@ -7,8 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
-from ..ledger_reads import PartRead
 from ..wire import call_key
+from .reads import PartRead
 
 
 @dataclass(slots=True)

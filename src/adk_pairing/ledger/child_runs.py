@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from ..ledger_reads import EventRead
 from ..wire import held_by_child
 from .calls import CallCopies, TrackedCall
+from .reads import EventRead
 
 
 class WaitedOn(NamedTuple):

@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol, Self
 
 from ..adk.builder import BuilderTraits
-from ..ledger_reads import CallRead, EventRead, PartRead
 from ..wire import IrregularShape, branch_shows, branches_shown_to
 from .calls import CallCopies, TrackedCall, earlier_response_with
+from .reads import CallRead, EventRead, PartRead
 
 #: An event's parts that hold a call, with their part indices.
 CallParts = list[tuple[int, "PartRead"]]

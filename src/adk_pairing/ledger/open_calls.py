@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..adk.builder import left_out_call_names
-from ..ledger_reads import EventRead, PartRead
 from ..wire import (
     IrregularShape,
     branches_shown_to,
@@ -26,6 +25,7 @@ from ..wire import (
     never_sent_as_a_call,
 )
 from .calls import BranchedCall, CallCopies, TrackedCall
+from .reads import EventRead, PartRead
 
 if TYPE_CHECKING:
     from .older_builders import LedgerForOlderBuilders, OlderBuilder

@@ -46,7 +46,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
-from ..ledger_reads import EventRead, PartRead
 from ..wire import (
     IrregularShape,
 )
@@ -62,6 +61,7 @@ from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
 from .placement import Placements
+from .reads import EventRead, PartRead
 
 #: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
 _event_at = tuple.__new__

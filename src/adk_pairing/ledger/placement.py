@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..ledger_reads import PartRead
 from .calls import TrackedCall
+from .reads import PartRead
 
 
 class AnsweredLater(NamedTuple):

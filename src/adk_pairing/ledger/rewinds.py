@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ..ledger_reads import EventRead
+from .reads import EventRead
 
 
 def live_event_mask(events: Sequence[EventRead]) -> list[bool]:

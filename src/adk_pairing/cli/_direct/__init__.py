@@ -26,7 +26,7 @@ cover every session exactly once. Memory holds one batch of sessions
 fetched ahead. Nothing here writes: SQL connections are the read-only ones
 `_store` opened, and the Redis readers issue only ``SCAN``, ``GET``,
 ``SMEMBERS`` and ``SCARD``. The services' private attributes are read in
-`_adapters` only.
+`adk_pairing.adk.internals` only.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from .base import (
     prefetched,
 )
 from .database import JSONB_CALL_PATHS
-from .sqlite_service import probe_tie_break, sqlite_service_tie_break
 
 __all__ = [
     "JSONB_CALL_PATHS",
@@ -61,8 +60,6 @@ __all__ = [
     "direct_reader",
     "layouts",
     "prefetched",
-    "probe_tie_break",
-    "sqlite_service_tie_break",
 ]
 
 

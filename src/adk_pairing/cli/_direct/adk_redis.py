@@ -14,13 +14,13 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .. import _adapters
+from ...adk import internals
 from ._session_json import REDIS_SCAN_COUNT, escape_glob, get_many, read_session, scan_keys
 from .base import ReadItem, StoreLayout, Window, adapted, read_ahead
 
 
 async def _open(service: BaseSessionService, sqlite_path: str | None) -> AdkRedisReader:
-    return AdkRedisReader(*adapted(_adapters.adk_redis_client, service))
+    return AdkRedisReader(*adapted(internals.adk_redis_client, service))
 
 
 LAYOUT = StoreLayout(

@@ -35,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .. import _adapters
+from ...adk import internals
 from .._fast import LightEvent, needs_confirmation
 
 _T = TypeVar("_T")
@@ -184,10 +184,10 @@ class NoAdkTables(Unsupported):
 
 
 def adapted(read: Callable[[BaseSessionService], _T], service: BaseSessionService) -> _T:
-    """`read(service)`, one of `_adapters`; a renamed internal is `Unsupported` (fall back)."""
+    """`read(service)`, one of `adk.internals`; a renamed internal is `Unsupported` (fall back)."""
     try:
         return read(service)
-    except _adapters.InternalsChanged as why:
+    except internals.InternalsChanged as why:
         raise Unsupported(str(why)) from None
 
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .. import _adapters
+from ...adk import internals
 from ._session_json import REDIS_SCAN_COUNT, escape_glob, get_many, read_session, scan_keys, text
 from .base import ReadItem, StoreLayout, Window, adapted, read_ahead
 
 
 async def _open(service: BaseSessionService, sqlite_path: str | None) -> CommunityRedisReader:
-    return CommunityRedisReader(adapted(_adapters.community_redis_client, service))
+    return CommunityRedisReader(adapted(internals.community_redis_client, service))
 
 
 LAYOUT = StoreLayout(

@@ -29,7 +29,7 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .. import _adapters
+from ...adk import internals
 from .._fast import CALL_MARKERS, LightEvent, light_event, parse_json
 from .base import (
     NoAdkTables,
@@ -60,7 +60,7 @@ JSONB_CALL_PATHS = (
 
 
 async def _open(service: BaseSessionService, sqlite_path: str | None) -> DatabaseReader:
-    return await DatabaseReader.open(adapted(_adapters.database_engine, service))
+    return await DatabaseReader.open(adapted(internals.database_engine, service))
 
 
 LAYOUT = StoreLayout(

@@ -4,7 +4,7 @@ One DDL on every supported version (``sessions/sqlite_session_service.py``,
 ``EVENTS_TABLE_SCHEMA``); events are ``Event.model_validate_json(event_data)``,
 as its ``get_session`` does. Events come in ``timestamp`` order, ties broken on
 the column the installed service breaks them on (``id`` in 2.9-2.11, ``rowid``
-from 2.12): probed, not assumed (`probe_tie_break`). Where ADK has no
+from 2.12): probed, not assumed (`adk_pairing.adk.probe_tie_break`). Where ADK has no
 tie-break, ties come in ``id`` order here (ADK's own order is then undefined).
 
 The file is read with ``sqlite3`` on the event loop's thread: a page's queries
@@ -15,15 +15,13 @@ only when they run, never how many are in flight (one).
 from __future__ import annotations
 
 import sqlite3
-import tempfile
-import time
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
 
+from ...adk import sqlite_service_tie_break
 from .._fast import CALL_MARKERS, LightEvent, light_event, parse_json
 from .base import (
     PagedReader,
@@ -47,51 +45,6 @@ LAYOUT = StoreLayout(
     class_name="SqliteSessionService",
     open=_open,
 )
-
-#: Event ids written in this order by `probe_tie_break`: neither their id order
-#: nor the reverse of the insertion order is the insertion order.
-_PROBE_IDS = ("c", "a", "d", "b")
-
-
-async def probe_tie_break(service: BaseSessionService) -> str | None:
-    """How `service`'s ``get_session`` orders events with equal timestamps.
-
-    `service` must be a fresh, writable store (a scratch file): the probe
-    writes one session of four events with the same timestamp through the
-    service and reads it back. Returns ``"rowid"`` (insertion order), ``"id"``
-    (the events' ids), or None when the order is neither (no tie-break).
-    """
-    session = await service.create_session(app_name="probe", user_id="probe", session_id="probe")
-    stamp = time.time()
-    for event_id in _PROBE_IDS:
-        event = Event(id=event_id, invocation_id="probe", author="user", timestamp=stamp)
-        await service.append_event(session, event)
-    read = await service.get_session(app_name="probe", user_id="probe", session_id="probe")
-    order = tuple(event.id for event in read.events) if read is not None else ()
-    if order == _PROBE_IDS:
-        return "rowid"
-    if order == tuple(sorted(_PROBE_IDS)):
-        return "id"
-    return None
-
-
-_sqlite_tie_break: list[str | None] = []
-
-
-async def sqlite_service_tie_break() -> str | None:
-    """`probe_tie_break` of the installed ``SqliteSessionService`` (probed once)."""
-    if not _sqlite_tie_break:
-        from google.adk.sessions.sqlite_session_service import SqliteSessionService
-
-        from ...adk_compat import close_session_service
-
-        with tempfile.TemporaryDirectory(prefix="adk-pairing-probe-") as scratch:
-            service = SqliteSessionService(db_path=str(Path(scratch) / "probe.db"))
-            try:
-                _sqlite_tie_break.append(await probe_tie_break(service))
-            finally:
-                await close_session_service(service)
-    return _sqlite_tie_break[0]
 
 
 def _light_json_row(text: str | bytes) -> LightEvent:

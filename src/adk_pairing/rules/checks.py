@@ -51,16 +51,12 @@ from typing import Any
 
 from google.genai import types
 
-from .adk import anthropic_converter_installed, litellm_imported
-from .provider_rules import (
-    PROVIDER_RULES,
-    ProviderRule,
-    Reading,
+from ..adk import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
+from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, anthropic_pairing, openai_chat
+from .request_form import (
     WireRequest,
-    anthropic_pairing,
     call_ids_as_sent,
     field_of,
-    openai_chat,
     request_of_anthropic_messages,
     with_positional_ids,
 )
@@ -159,17 +155,14 @@ def to_openai_chat_messages(contents: Iterable[types.Content]) -> list[dict[str,
         # fetches the map on import unless told otherwise).
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        from google.adk.models import lite_llm
+        from google.adk.models import lite_llm  # noqa: F401 - fails here without litellm
         from google.adk.models.llm_request import LlmRequest
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError(
             "Checking the OpenAI chat rule needs litellm: pip install 'adk-pairing[checks]'"
         ) from error
     request = LlmRequest(contents=list(contents), config=types.GenerateContentConfig())
-    build = lite_llm._get_completion_inputs
-    # 1.20.0 takes only the request and is sync; 1.39.1+ also takes the model and is async.
-    takes_model = "model" in inspect.signature(build).parameters
-    built = build(request, _OPENAI_MODEL) if takes_model else build(request)
+    built = litellm_completion_inputs(request, _OPENAI_MODEL)
     if inspect.iscoroutine(built):
         built = _run_without_io(built)
     return [dict(message) for message in built[0] if field_of(message, "role") != "system"]

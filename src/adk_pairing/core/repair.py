@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
-from .analysis import PairingLedger, build_ledger
-from .builder_check import StoredVerdicts, view_never_worse
+from ..ledger import PairingLedger, build_ledger
+from ..rules.builder_check import StoredVerdicts, view_never_worse
 from .placeholders import PlaceholderTexts, RepairedSlot
 
 _DEFAULT_TEXTS = PlaceholderTexts()

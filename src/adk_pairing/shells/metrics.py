@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
     from opentelemetry.metrics import MeterProvider
 
-    from .analysis import TrackedCall
+    from ..ledger import TrackedCall
 
 #: The meter's name: this package, never ADK's.
 METER_NAME = "adk_pairing"

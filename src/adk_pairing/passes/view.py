@@ -42,9 +42,9 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from .analysis import Observation, PairingLedger, build_ledger, is_rewind
-from .placeholders import PlaceholderTexts, RepairedSlot
-from .repair import RepairedHistory, repair_history
+from ..core.placeholders import PlaceholderTexts, RepairedSlot
+from ..core.repair import RepairedHistory, repair_history
+from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
 
 #: Whether the running ADK's `Session` carries a storage revision marker (absent
 #: in 1.20.0, present in 1.39.1 and every 2.x); a view mirrors it.
@@ -238,24 +238,22 @@ def _comparable(session: Session) -> tuple[object, ...]:
     """What pydantic compares on a `Session`, less a view's private link."""
     private = session.__pydantic_private__ or {}
     return (
-        {name: getattr(session, name) for name in Session.model_fields},
+        _fields_of(session),
         {name: value for name, value in private.items() if name != "_pairing"},
         session.__pydantic_extra__ or {},
     )
+
+
+def _fields_of(session: Session) -> dict[str, object]:
+    """A `Session`'s fields by name: what a view copies of its stored session, and compares."""
+    return {name: getattr(session, name) for name in Session.model_fields}
 
 
 def paired_view(
     stored: Session, ledger: PairingLedger, repaired: RepairedHistory, texts: PlaceholderTexts
 ) -> PairedSession:
     """The view of `stored`, whose history `ledger` analysed and `repaired` repaired."""
-    view = PairedSession.model_construct(
-        id=stored.id,
-        app_name=stored.app_name,
-        user_id=stored.user_id,
-        state=stored.state,
-        events=repaired.events,
-        last_update_time=stored.last_update_time,
-    )
+    view = PairedSession.model_construct(**{**_fields_of(stored), "events": repaired.events})
     view_state = ViewState(stored, ledger, texts)
     if repaired.slots or repaired.serves_some_as_stored:
         view_state.index_slots(repaired)

@@ -23,49 +23,19 @@ session has that id, whoever asks; ``append_event`` overwrites
 alice's session, repaired, to bob.
 
 So the decorator checks ownership itself, but only for stores that do not:
-`checks_ownership` trusts a method only when it is ADK's own implementation
-(a subclass that overrides ``get_session`` is checked again), and ADK's
-stores pay nothing. The rules are pure; the decorator's shell methods
-apply them.
+`adk_pairing.adk.checks_ownership` (a probe of the installed ADK's classes)
+trusts a method only when it is ADK's own implementation (a subclass that
+overrides ``get_session`` is checked again), and ADK's stores pay nothing.
+The rules are pure; the decorator's shell methods apply them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 
-from .adk import SessionNotFoundError
-
-#: The methods through which a session reaches a caller or is changed.
-OWNER_CHECKED_METHODS = ("get_session", "list_sessions", "delete_session", "append_event")
-
-#: ADK's services, which look sessions up by (app_name, user_id, id).
-_SELF_CHECKING_CLASSES = frozenset(
-    {
-        "google.adk.sessions.in_memory_session_service.InMemorySessionService",
-        "google.adk.sessions.database_session_service.DatabaseSessionService",
-        "google.adk.sessions.sqlite_session_service.SqliteSessionService",
-        "google.adk.sessions.vertex_ai_session_service.VertexAiSessionService",
-        "google.adk.integrations.redis._redis_session_service.RedisSessionService",
-    }
-)
-
-
-def checks_ownership(service: BaseSessionService) -> bool:
-    """Whether `service` itself refuses sessions of another app or user.
-
-    True only when each of `OWNER_CHECKED_METHODS` is the implementation of
-    one of ADK's own services (found on the class, so a subclass that
-    overrides one of them is not trusted).
-    """
-    for name in OWNER_CHECKED_METHODS:
-        method = getattr(type(service), name, None)
-        owner = getattr(method, "__qualname__", "").rpartition(".")[0]
-        if f"{getattr(method, '__module__', '')}.{owner}" not in _SELF_CHECKING_CLASSES:
-            return False
-    return True
+from ..adk import SessionNotFoundError
 
 
 def is_owned_by(session: Session, *, app_name: str, user_id: str, session_id: str) -> bool:

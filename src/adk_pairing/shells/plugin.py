@@ -55,21 +55,22 @@ it and the error is logged: the plugin is never less available than ADK.
 from __future__ import annotations
 
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from .analysis import held_open_call_ids
-from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
-from .builder_check import builder_logs_quieted
+from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
+from ..core.lru import Lru
+from ..core.ownership import session_label
+from ..core.placeholders import PlaceholderTexts
+from ..ledger import held_open_call_ids
+from ..passes.request_pass import repair_contents
+from ..passes.restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
+from ..rules.builder_check import builder_logs_quieted
+from ..wire import pairs_calls_by_id
 from .metrics import record_request_repairs
-from .ownership import session_label
-from .placeholders import PlaceholderTexts
-from .request_pass import repair_contents
-from .restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
 from .service import PairingSessionService, _logged_once
-from .wire import pairs_calls_by_id
 
 __all__ = ["PairingPlugin", "pairs_calls_by_id"]
 
@@ -115,7 +116,7 @@ class PairingPlugin(BasePlugin):
         self._ledgers = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
         # Sessions and their lacking calls that ADK's builder showed no more
         # with results (a compacted range): not built again for the same calls.
-        self._nothing_to_restore: OrderedDict[tuple[str, ...], None] = OrderedDict()
+        self._nothing_to_restore: Lru[tuple[str, ...], None] = Lru(DEFAULT_ANALYSIS_CACHE_SIZE)
 
     def texts_for(self, session_service: object) -> PlaceholderTexts:
         """The placeholder texts: this plugin's own, then the decorator's, then the defaults."""
@@ -210,7 +211,7 @@ class PairingPlugin(BasePlugin):
                 invocation, llm_request, repaired_history(events, ledger, texts)
             )
         except Exception as error:  # releases up to 2.10 refuse some malformed placements
-            self._remember_nothing_to_restore(marks)
+            self._nothing_to_restore.put(marks, None)
             if _logged_once.first_time((*key, "builder_refused")):
                 logger.warning(
                     "adk_pairing: ADK's request builder refused the history of session %s "
@@ -223,7 +224,7 @@ class PairingPlugin(BasePlugin):
         from_stored = await _build_contents(invocation, llm_request, events)
         spliced = splice(contents, from_stored, from_repaired)
         if spliced.outcome is Splice.NOTHING_TO_RESTORE:
-            self._remember_nothing_to_restore(marks)
+            self._nothing_to_restore.put(marks, None)
             return None
         if spliced.outcome is Splice.CHANGED_BY_OTHERS:
             if _logged_once.first_time((*key, "not_restored")):
@@ -236,12 +237,6 @@ class PairingPlugin(BasePlugin):
                 )
             return None
         return spliced.contents
-
-    def _remember_nothing_to_restore(self, marks: tuple[str, ...]) -> None:
-        """The same request shape needs no second look (bounded, oldest out first)."""
-        self._nothing_to_restore[marks] = None
-        if len(self._nothing_to_restore) > DEFAULT_ANALYSIS_CACHE_SIZE:
-            self._nothing_to_restore.popitem(last=False)
 
 
 async def _build_contents(

@@ -2,7 +2,7 @@
 
 Read only: the ledger never writes these fields.
 
-The ledger (`adk_pairing.ledger`; `adk_pairing.analysis`: `analyze`,
+The ledger (`adk_pairing.ledger`: `analyze`,
 `build_ledger`, `is_rewind`) decides every call's status from these fields
 alone, the wire rules it asks included (`adk_pairing.wire.never_sent_as_a_call`
 reads a part's text and thought). ADK's ``Event`` satisfies `EventRead`, and so

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from google.adk.events.event import Event
 from google.genai import types
 
-from .analysis import PairingLedger, TrackedCall
-from .placeholders import PlaceholderTexts
-from .repair import place_repairs
-from .wire import MODEL_ROLES, branch_shows
+from ..core.placeholders import PlaceholderTexts
+from ..core.repair import place_repairs
+from ..ledger import PairingLedger, TrackedCall
+from ..wire import MODEL_ROLES, branch_shows
 
 __all__ = [
     "Splice",

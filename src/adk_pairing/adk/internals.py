@@ -1,4 +1,4 @@
-"""The only places the direct reader reaches into a session service's internals.
+"""The only places adk-pairing reaches into a session service's internals: the scan's direct reader.
 
 Reading a store around ``get_session`` needs the service's connection, which
 ADK keeps as an implementation detail: ``DatabaseSessionService.db_engine``,
@@ -33,7 +33,7 @@ def _changed(service: object, attribute: str, role: str) -> InternalsChanged:
     return InternalsChanged(
         f"{kind.__module__}.{kind.__qualname__} of {release} has no {attribute} ({role}); "
         "adk-pairing's direct reader needs updating for this release "
-        "(src/adk_pairing/cli/_adapters.py)"
+        "(src/adk_pairing/adk/internals.py)"
     )
 
 

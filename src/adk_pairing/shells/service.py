@@ -3,10 +3,11 @@
 The decorator is a shell: it delegates every call to the inner service, hands
 what the inner service returned to the view (`adk_pairing.view`) to build or
 bring up to date, logs unanswered calls, and fails open. The rules live below
-it: which calls are answered in `adk_pairing.analysis`, the synthetic results
+it: which calls are answered in `adk_pairing.ledger`, the synthetic results
 in `adk_pairing.repair`, the view and its upkeep on every append in
 `adk_pairing.view`, what is remembered between reads in
-`adk_pairing.analysis_cache`. What stays here:
+`adk_pairing.analysis_cache`, and the shielded calls of a SQLite store in
+`adk_pairing.shielding`. What stays here:
 
 * Every ``append_event`` on a view goes to the inner service with the inner
   service's own session object, never with the view, so the store persists
@@ -47,11 +48,8 @@ in `adk_pairing.repair`, the view and its upkeep on every append in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from google.adk.events.event import Event
@@ -62,25 +60,30 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .adk import adk_drops_unanswered_calls, close_session_service, is_sqlite_backed
-from .analysis import CallStatus, PairingLedger, TrackedCall, build_ledger
-from .analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
-from .factory import create_inner_session_service
-from .masking import mask_uri
-from .metrics import live_metrics
-from .ownership import (
+from ..adk import (
+    adk_drops_unanswered_calls,
     checks_ownership,
+    close_session_service,
+    is_sqlite_backed,
+)
+from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
+from ..core.lru import Lru
+from ..core.ownership import (
     is_owned_by,
-    key_label,
     not_found,
     owned_sessions,
     session_label,
 )
-from .placeholders import PlaceholderTexts
-from .repair import Fallback, RepairedHistory, repair_history
+from ..core.placeholders import PlaceholderTexts
+from ..core.repair import Fallback, RepairedHistory, repair_history
+from ..ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
+from ..passes.view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
+from ..wire import IrregularShape
+from .factory import create_inner_session_service
+from .masking import mask_uri
+from .metrics import live_metrics
+from .shielding import ShieldedCalls
 from .uris import PAIRING_PREFIX, is_pairing_uri
-from .view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
-from .wire import IrregularShape
 
 __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 
@@ -93,15 +96,12 @@ class _OncePerCall:
     """Remembers which missing calls were already logged, within a memory bound."""
 
     def __init__(self, limit: int = 100_000) -> None:
-        self._seen: OrderedDict[tuple[str, ...], None] = OrderedDict()
-        self._limit = limit
+        self._seen: Lru[tuple[str, ...], None] = Lru(limit)
 
     def first_time(self, key: tuple[str, ...]) -> bool:
         if key in self._seen:
             return False
-        self._seen[key] = None
-        if len(self._seen) > self._limit:
-            self._seen.popitem(last=False)
+        self._seen.put(key, None)
         return True
 
 
@@ -138,49 +138,14 @@ class PairingSessionService(BaseSessionService):
         analysis_cache_size: int | None = None,
         **inner_kwargs: Any,
     ) -> None:
-        if inner is not None and uri is not None:
-            raise TypeError(
-                "PairingSessionService takes either an inner service or uri=, not both."
-            )
-        if inner is None:
-            if uri is None:
-                raise TypeError(
-                    "PairingSessionService needs the session service to wrap: "
-                    "PairingSessionService(DatabaseSessionService(db_url=...)) or "
-                    "PairingSessionService(uri='pairing+sqlite+aiosqlite:///sessions.db')."
-                )
-            inner = create_inner_session_service(uri, **inner_kwargs)
-        elif inner_kwargs:
-            raise TypeError(
-                f"Unexpected arguments {sorted(inner_kwargs)}: extra keyword arguments "
-                "configure the inner service and are only accepted together with uri=."
-            )
-        if isinstance(inner, PairingSessionService):
-            raise TypeError("The inner service is already a PairingSessionService; wrap it once.")
-        if not isinstance(inner, BaseSessionService):
-            raise TypeError(f"inner must be an ADK BaseSessionService, got {type(inner).__name__}.")
-        if analysis_cache_size is None:
-            analysis_cache_size = DEFAULT_ANALYSIS_CACHE_SIZE
-        if (
-            isinstance(analysis_cache_size, bool)
-            or not isinstance(analysis_cache_size, int)
-            or analysis_cache_size < 0
-        ):
-            raise ValueError(
-                f"analysis_cache_size must be a whole number of sessions >= 0 (0 turns the "
-                f"cache off), got {analysis_cache_size!r}."
-            )
+        inner = _inner_service(inner, uri, inner_kwargs)
+        analysis_cache_size = _cache_size(analysis_cache_size)
         self._inner = inner
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
         self._shield_calls = is_sqlite_backed(inner)
-        # Shielded calls run on when their caller is cancelled; kept here so
-        # the event loop does not drop them and `close` can wait for them.
-        self._calls_in_flight: set[asyncio.Future[Any]] = set()
-        # The last shielded append of each session still running: the next
-        # read or append of that session waits for it.
-        self._writes_in_flight: dict[SessionKey, asyncio.Future[Any]] = {}
+        self._shielded_calls = ShieldedCalls()
         self._analysis_cache = AnalysisCache(analysis_cache_size)
         self._texts = PlaceholderTexts().with_overrides(missing=missing_text, pending=pending_text)
 
@@ -223,11 +188,11 @@ class PairingSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         if self._shield_calls:
-            await self._after_writes_to((app_name, user_id, session_id))
+            await self._shielded_calls.after_writes_to((app_name, user_id, session_id))
         read = self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        session = await (self._shielded(read) if self._shield_calls else read)
+        session = await (self._shielded_calls.run(read) if self._shield_calls else read)
         if session is None or (
             self._check_owner
             and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
@@ -281,9 +246,7 @@ class PairingSessionService(BaseSessionService):
         ``DatabaseSessionService`` has no ``close``; its ``db_engine`` is
         disposed instead (`adk_pairing.adk.close_session_service`).
         """
-        while self._calls_in_flight:
-            # A call that fails was logged already (`_report_abandoned`).
-            await asyncio.gather(*self._calls_in_flight, return_exceptions=True)
+        await self._shielded_calls.drain()
         await close_session_service(self._inner)
 
     async def __aenter__(self) -> PairingSessionService:
@@ -309,13 +272,13 @@ class PairingSessionService(BaseSessionService):
                 return await self._inner.append_event(session, event)
             return await self._append_to_view(session, view_state, event)
         key = _cache_key(session)
-        await self._after_writes_to(key)
+        await self._shielded_calls.after_writes_to(key)
         write = (
             self._inner.append_event(session, event)
             if view_state is None
             else self._append_to_view(session, view_state, event)
         )
-        return await self._shielded(write, writes_to=key)
+        return await self._shielded_calls.run(write, writes_to=key)
 
     async def _append_to_view(
         self, session: PairedSession, view_state: ViewState, event: Event
@@ -353,40 +316,6 @@ class PairingSessionService(BaseSessionService):
             stored, app_name=app_name, user_id=user_id, session_id=session_id
         )
 
-    async def _after_writes_to(self, key: SessionKey) -> None:
-        """Waits until no shielded append of session `key` is running.
-
-        Cancelling the wait leaves the append running. The loop re-checks
-        because another caller may have started an append while this one waited.
-        """
-        while (write := self._writes_in_flight.get(key)) is not None and not write.done():
-            await asyncio.wait([write])
-
-    async def _shielded(self, call: Awaitable[_T], *, writes_to: SessionKey | None = None) -> _T:
-        """Awaits `call`, which runs to its end even if the caller is cancelled.
-
-        `writes_to` names the session an append writes, which later reads and
-        appends of it wait for.
-        """
-        task = asyncio.ensure_future(call)
-        self._calls_in_flight.add(task)
-        task.add_done_callback(self._calls_in_flight.discard)
-        if writes_to is not None:
-            self._writes_in_flight[writes_to] = task
-            task.add_done_callback(lambda done: self._write_finished(writes_to, done))
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.done():
-                _report_abandoned(task, writes_to)
-            else:
-                task.add_done_callback(lambda done: _report_abandoned(done, writes_to))
-            raise
-
-    def _write_finished(self, key: SessionKey, write: asyncio.Future[Any]) -> None:
-        if self._writes_in_flight.get(key) is write:
-            del self._writes_in_flight[key]
-
     # -- views --------------------------------------------------------------
 
     def _view_or_stored(
@@ -405,7 +334,7 @@ class PairingSessionService(BaseSessionService):
                     if metrics:
                         metrics.count_fallback(stored.app_name, "unproven", shape)
                 answered = [call for index in repaired.slots for call in ledger.open_calls[index]]
-                self._log_missing(stored, answered)
+                _log_missing(stored, answered)
                 if metrics and answered:
                     metrics.count_placeholders(answered, stored.app_name)
             return view
@@ -429,21 +358,22 @@ class PairingSessionService(BaseSessionService):
             return build_ledger(stored.events)
         return self._analysis_cache.ledger_for(_cache_key(stored), stored.events)
 
-    def _log_missing(self, stored: Session, answered: list[TrackedCall]) -> None:
-        """Logs once each missing call of `answered`, the calls the view answers."""
-        for call in answered:
-            if call.status is not CallStatus.MISSING:
-                continue
-            call_event = stored.events[call.event_index]
-            key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
-            if _logged_once.first_time(key):
-                logger.warning(
-                    "Unanswered function call %s (%s) has no recorded result; the view "
-                    "answers it with a placeholder. %s",
-                    call.call_id or "<no id>",
-                    call.name,
-                    session_label(stored),
-                )
+
+def _log_missing(stored: Session, answered: list[TrackedCall]) -> None:
+    """Logs once each missing call of `answered`, the calls the view answers."""
+    for call in answered:
+        if call.status is not CallStatus.MISSING:
+            continue
+        call_event = stored.events[call.event_index]
+        key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
+        if _logged_once.first_time(key):
+            logger.warning(
+                "Unanswered function call %s (%s) has no recorded result; the view "
+                "answers it with a placeholder. %s",
+                call.call_id or "<no id>",
+                call.name,
+                session_label(stored),
+            )
 
 
 def _shape_name(fallback: Fallback, ledger: PairingLedger) -> str:
@@ -493,6 +423,48 @@ def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> Non
 _ABSENT = object()
 
 
+def _inner_service(
+    inner: BaseSessionService | None, uri: str | None, inner_kwargs: dict[str, Any]
+) -> BaseSessionService:
+    """The service to wrap: `inner`, or the one `uri` names; refuses every other combination."""
+    if inner is not None and uri is not None:
+        raise TypeError("PairingSessionService takes either an inner service or uri=, not both.")
+    if inner is None:
+        if uri is None:
+            raise TypeError(
+                "PairingSessionService needs the session service to wrap: "
+                "PairingSessionService(DatabaseSessionService(db_url=...)) or "
+                "PairingSessionService(uri='pairing+sqlite+aiosqlite:///sessions.db')."
+            )
+        inner = create_inner_session_service(uri, **inner_kwargs)
+    elif inner_kwargs:
+        raise TypeError(
+            f"Unexpected arguments {sorted(inner_kwargs)}: extra keyword arguments "
+            "configure the inner service and are only accepted together with uri=."
+        )
+    if isinstance(inner, PairingSessionService):
+        raise TypeError("The inner service is already a PairingSessionService; wrap it once.")
+    if not isinstance(inner, BaseSessionService):
+        raise TypeError(f"inner must be an ADK BaseSessionService, got {type(inner).__name__}.")
+    return inner
+
+
+def _cache_size(analysis_cache_size: int | None) -> int:
+    """`analysis_cache_size`, the default for None; refuses anything but a whole number >= 0."""
+    if analysis_cache_size is None:
+        analysis_cache_size = DEFAULT_ANALYSIS_CACHE_SIZE
+    if (
+        isinstance(analysis_cache_size, bool)
+        or not isinstance(analysis_cache_size, int)
+        or analysis_cache_size < 0
+    ):
+        raise ValueError(
+            f"analysis_cache_size must be a whole number of sessions >= 0 (0 turns the "
+            f"cache off), got {analysis_cache_size!r}."
+        )
+    return analysis_cache_size
+
+
 def _undo_unstored_append(
     inner: Session, stored_before: int, state_before: dict[str, Any] | None
 ) -> None:
@@ -511,33 +483,6 @@ def _undo_unstored_append(
                 state.pop(key, None)
             else:
                 state[key] = value
-
-
-def _report_abandoned(call: asyncio.Future[Any], writes_to: SessionKey | None) -> None:
-    """Logs how a shielded call whose caller was cancelled ended, if it failed.
-
-    Nobody is left to raise to; retrieving the exception here also keeps
-    asyncio from logging it as never retrieved. A failed append matters (its
-    event is not stored), a failed read does not.
-    """
-    if writes_to is None:
-        if not call.cancelled():
-            call.exception()
-        return
-    if call.cancelled():
-        logger.error(
-            "adk-pairing: an append to session %s whose caller was "
-            "cancelled was itself cancelled before it finished (was the event loop shut down "
-            "before close()?); the event may not be stored",
-            key_label(writes_to),
-        )
-    elif (error := call.exception()) is not None:
-        logger.error(
-            "adk-pairing: an append to session %s whose caller was "
-            "cancelled failed; the event is not stored",
-            key_label(writes_to),
-            exc_info=error,
-        )
 
 
 def _cache_key(session: Session) -> SessionKey:

@@ -1,235 +1,40 @@
-"""The request pass: a model request made to satisfy every provider's pairing rules.
+"""The request pass's rewrite of the faulty segments, in four phases.
 
-This module is pure: it reads a list of ``google.genai.types.Content`` (what
-ADK's request builder put in ``LlmRequest.contents``) and returns a list that
-every provider accepts, with a report of what it changed. It never awaits,
-logs or touches a session; `adk_pairing.plugin` is the shell that calls it.
-
-Why a request-level pass on top of the repaired view: ADK's request builder
-breaks pairing on its own in cases the session layer cannot see, and strict
-providers reject shapes both the view and plain ADK produce:
-
-* two long-running calls are open and the older one's result arrives after the
-  newer call: ``_rearrange_events_for_latest_function_response`` cuts the
-  history after the newer call and drops the older call's real answer;
-* a ``Part`` holding text *and* a ``function_call``: ADK's Anthropic converter
-  sends only the text (it tries text before a call), so the call vanishes and
-  its result is orphaned;
-* a call id used by two calls of one history (model ids such as ``call_1``
-  repeat across turns): Anthropic refuses duplicate ``tool_use`` ids;
-* a call stored without an id: LiteLlm's conversion sends ``""`` as its
-  ``tool_call_id``, and before 2.10 ADK's Anthropic converter gives every
-  id-less call the same fallback id;
-* a placeholder (or a real result) followed by the user's text, or two model
-  turns in a row: Bedrock Converse and the chat templates of many open models
-  reject two consecutive messages of one role.
-
-The request guarantee: five rules that hold on every list this module
-returns, and that imply every provider rule of
-`adk_pairing.provider_rules.PROVIDER_RULES` (tests/unit/test_request_guarantee.py):
-
-1. every function call in a model content is answered by the leading
-   ``function_response`` parts of the content right after it, one each, in call
-   order, under the call's function name (Gemini pairs by name; a result that
-   answers a call by id under another name is renamed); a call nothing
-   answers gets the view's placeholder (`adk_pairing.placeholders.placeholder_part`),
-   *pending* when ADK holds the call open and *missing* otherwise, exactly as
-   in the view;
-2. no ``function_response`` appears anywhere else: one that answers nothing is
-   dropped (as ADK's own ``drop_orphaned_function_responses`` does), one that
-   answers an earlier call is moved to that call's answer;
-3. no two adjacent contents have the same role (``model``/``assistant`` on one
-   side, everything else on the user side, as both converters map roles);
-   adjacent ones are merged, the answers to the preceding model content first;
-4. call ids are unique within the request: a later call reusing an id is
-   renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
-   a call whose id some provider that pairs by id cannot take
-   (`adk_pairing.provider_rules.refused_when_paired_by_id`: none, or one that
-   looks like one of ADK's Anthropic converter's own fallback ids, which the
-   converter could also give another call whose id it rewrites) gets
-   ``call_pairing_<n>``. Both are numbered in request order,
-   so the same contents always give the same ids and provider prompt caches
-   stay warm;
-5. the request does not open with a model turn holding a call: a request
-   whose history begins with the agent's own calls (a call made before any
-   user message, put back or answered here) is opened by a user-side note
-   (`adk_pairing.placeholders.OPENING_NOTE_TEXT`), so that strict providers
-   take it and the calls still reach the model. A request that opens with the
-   model's text is the agent's own design and stays as it is.
-
-Who answers whom is decided by `adk_pairing.analysis.PairingLedger`, the same
-rules the view uses (newest preceding call with the id; for id-less calls, the
-newest content with an id-less call of that name, calls in order), always with
-the newest builder's traits (``NEWEST_BUILDER``), whatever ADK is installed.
-The view follows the installed ADK's builder traits because its events still go
-through that builder, which on google-adk <= 2.10 rearranges reused ids (see
-`adk_pairing.builder_traits`). These contents come out of that builder: nothing
-rearranges them again, the converters send them in order, and the provider
-pairs each result with the call before it. So here a result with a reused id
-answers only the newest call before it (<= 2.6's "answers every call with the
-id" would leave the older call's ``tool_use`` unanswered on the wire), and no
-placeholder is withheld (<= 2.10's walk-back hazard is already behind us; a
-withheld call would stay unanswered in the request the provider rejects). On
-google-adk >= 2.11 the two agree on every call. A part that holds a call or a
-result together with text is split first, so the call is not lost.
-
-Properties: a request that already keeps the guarantee comes back as the very
-same list object; input ``Content`` and ``Part`` objects are never mutated
-(ADK's per-request copies are shallow and share parts' payloads with session
-events), changed contents are new objects; the pass is idempotent,
-deterministic and O(parts).
+Given the segments `adk_pairing.request_scan` found faulty: (1) prepare them
+as turns, mixed parts split and user-side calls dropped; (2) attribute each
+result to the call it answers, by the view's own ledger (``NEWEST_BUILDER``);
+(3) plan the id each call goes out with; (4) place each answer, or a
+placeholder, right after its call, merging turns of one role. Segments that
+hold are reused as they are. The guarantee it keeps is
+`adk_pairing.request_pass`'s.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from google.genai import types
 
-from .adk.builder import NEWEST_BUILDER
-from .analysis import CallStatus, PairingLedger, TrackedCall
-from .ledger import READS_BUILT_REQUEST
-from .placeholders import OPENING_NOTE_TEXT, PlaceholderTexts, placeholder_part
-from .provider_rules import answers_in_place, refused_when_paired_by_id, starts_a_model_turn
-from .wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
+from ..adk.builder import NEWEST_BUILDER
+from ..core.placeholders import PlaceholderTexts, placeholder_part
+from ..ledger import READS_BUILT_REQUEST, CallStatus, PairingLedger, TrackedCall
+from ..rules.provider_rules import refused_when_paired_by_id
+from ..rules.request_form import starts_a_model_turn
+from ..wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
+from .request_records import ContentRepair, ContentRule, RepairedContents
+from .request_scan import Segment
 
-__all__ = [
-    "FILLED_ID_PREFIX",
-    "QUIET_RULES",
-    "ContentRepair",
-    "ContentRule",
-    "RepairedContents",
-    "repair_contents",
-]
+__all__ = ["FILLED_ID_PREFIX", "prepare", "repair_segments"]
 
 #: How an id-less call is named when `fill_missing_ids` is on.
 FILLED_ID_PREFIX = "call_pairing_"
 
-_DEFAULT_TEXTS = PlaceholderTexts()
 
-
-class ContentRule(enum.StrEnum):
-    """What one repair of the request did."""
-
-    #: A call nothing answered got a placeholder result.
-    PLACEHOLDER = "placeholder"
-    #: A real result was moved to the content right after its call.
-    MOVED_RESPONSE = "moved_response"
-    #: A result answered its call by id under another function name; it now
-    #: carries the call's name (Gemini pairs by name too).
-    RESPONSE_NAME = "response_name"
-    #: A result that answers no call was dropped.
-    ORPHAN_RESPONSE = "orphan_response"
-    #: A call reused an id already used in the request; it and its result were renamed.
-    DUPLICATE_ID = "duplicate_id"
-    #: A call without an id (and its result) got one.
-    MISSING_ID = "missing_id"
-    #: A part held a call or result together with text; it was split in two.
-    SPLIT_PART = "split_part"
-    #: A function call in a user-side content was dropped (no provider accepts one there).
-    CALL_OUTSIDE_MODEL = "call_outside_model"
-    #: Adjacent contents of one role were merged (answers first).
-    MERGED = "merged"
-    #: A content without parts was dropped (converters drop it, leaving two turns adjacent).
-    EMPTY_CONTENT = "empty_content"
-    #: The request opened with the model's calls; a user-side note now opens it (rule 5).
-    OPENING_NOTE = "opening_note"
-
-
-#: Repairs of form only: they change no call, result or id, and are not logged.
-QUIET_RULES = frozenset({ContentRule.MERGED, ContentRule.EMPTY_CONTENT})
-
-
-@dataclass(frozen=True, slots=True)
-class ContentRepair:
-    """One repair: its rule and the call it concerns (id, or name when id-less)."""
-
-    rule: ContentRule
-    call: str | None = None
-    #: For `ContentRule.PLACEHOLDER`: pending or missing.
-    status: CallStatus | None = None
-
-    def describe(self) -> str:
-        detail = self.rule.value
-        if self.status is not None:
-            detail += f"({self.status.value})"
-        return detail if self.call is None else f"{detail} {self.call}"
-
-
-@dataclass(frozen=True, slots=True)
-class RepairedContents:
-    """The contents to send, and what was changed to get them."""
-
-    contents: list[types.Content]
-    repairs: tuple[ContentRepair, ...] = ()
-
-    @property
-    def notable(self) -> list[ContentRepair]:
-        """The repairs beyond merging: the ones worth a warning."""
-        return [repair for repair in self.repairs if repair.rule not in QUIET_RULES]
-
-
-def repair_contents(
-    contents: list[types.Content],
-    *,
-    held_open_ids: Collection[str] | Callable[[], Collection[str]] = frozenset(),
-    texts: PlaceholderTexts = _DEFAULT_TEXTS,
-    fill_missing_ids: bool = False,
-) -> RepairedContents:
-    """`contents` made to keep the request guarantee (module docstring), and what it took.
-
-    Args:
-      contents: The request's contents, as ADK built them. Never mutated.
-      held_open_ids: The ids of the calls ADK holds open (the session's
-        ``long_running_tool_ids``), or a function returning them: it is called
-        only when something needs repair, so a healthy request never pays for
-        reading the session. Confirmation, credential and input requests are
-        held open by name, as in the view.
-      texts: The placeholder texts, the view's.
-      fill_missing_ids: Give id-less calls an id (for providers that pair by
-        id: Anthropic, OpenAI via LiteLlm). Off for Gemini, which pairs by
-        position and from which ADK strips its own ``adk-`` ids on purpose.
-
-    Returns:
-      The same list object when it already keeps the guarantee; otherwise new
-      contents (unchanged contents are reused as they are) and the repairs.
-    """
-    segments = _scan(contents, fill_missing_ids)
-    if all(segment.holds for segment in segments):
-        repaired = RepairedContents(contents)
-    else:
-        repaired = _repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
-    return _opened_by_the_user(repaired)
-
-
-def _opens_with_a_call(contents: Sequence[types.Content]) -> bool:
-    """Whether the first content with parts is a model turn sending a function call."""
-    for content in contents:
-        if not content.parts:
-            continue
-        return content.role in MODEL_ROLES and any(
-            part.function_call is not None and not never_sent_as_a_call(part)
-            for part in content.parts
-        )
-    return False
-
-
-def _opened_by_the_user(repaired: RepairedContents) -> RepairedContents:
-    """Rule 5: `repaired`, opened by the user-side note if it opens with the model's calls."""
-    if not _opens_with_a_call(repaired.contents):
-        return repaired
-    note = types.Content(role="user", parts=[types.Part(text=OPENING_NOTE_TEXT)])
-    return RepairedContents(
-        [note, *repaired.contents], (*repaired.repairs, ContentRepair(ContentRule.OPENING_NOTE))
-    )
-
-
-def _repair_segments(
+def repair_segments(
     contents: Sequence[types.Content],
-    segments: Sequence[_Segment],
+    segments: Sequence[Segment],
     held_open_ids: Collection[str] | Callable[[], Collection[str]],
     texts: PlaceholderTexts,
     fill: bool,
@@ -245,107 +50,11 @@ def _repair_segments(
     of everything, it rebuilds everything; the tests hold both ways to one
     result.
     """
-    prepared = _prepare(contents, segments)
+    prepared = prepare(contents, segments)
     attribution = _attribute(prepared)
     ids = _plan_ids(prepared, attribution.calls, fill)
     placed = _place(prepared, attribution, ids, _HeldOpen(held_open_ids), texts)
     return RepairedContents(placed.contents, (*prepared.repairs, *ids.repairs, *placed.repairs))
-
-
-# -- checking: the segments, and whether each holds ------------------------------
-
-
-@dataclass(slots=True)
-class _Segment:
-    """A stretch of contents from a model content that follows a user one to the next.
-
-    Segments are the unit of repair. Adjacent segments that hold are kept as
-    one, with their calls (what the ledger must pass over).
-    """
-
-    start: int
-    stop: int
-    holds: bool
-    calls: list[types.FunctionCall]
-    #: For a faulty segment, once prepared: its turns, as positions in `_Prepared.turns`.
-    turns: range = range(0)
-
-
-def _scan(contents: Sequence[types.Content], fill: bool) -> list[_Segment]:
-    """Checks every segment of `contents` in one pass over the parts.
-
-    The check is positional: in a segment that holds, the ledger's attribution
-    pairs each result with the call in the same position, so nothing there
-    needs attributing. This pass is all a healthy request costs, so it is one
-    loop with its state in locals (benchmarks/RESULTS.md, "Request pass"). A
-    call id seen earlier in the request (in any segment) is a fault.
-    """
-    segments: list[_Segment] = []
-    seen_ids: set[str] = set()
-    held_calls: list[types.FunctionCall] = []  # of the run of holding segments being built
-    held_start = 0
-    segment_start = 0
-    holds = True
-    calls: list[types.FunctionCall] = []
-    awaiting: list[types.FunctionCall] = []
-    previous_is_model: bool | None = None
-    count = len(contents)
-    index = 0
-    while True:
-        content = contents[index] if index < count else None
-        is_model = content is not None and content.role in MODEL_ROLES
-        if index == count or (
-            starts_a_model_turn(is_model, previous_is_model) and index > segment_start
-        ):
-            # The segment [segment_start, index) ends here.
-            if holds and not awaiting:
-                held_calls += calls
-            else:
-                if held_start < segment_start:
-                    segments.append(_Segment(held_start, segment_start, True, held_calls))
-                    held_calls = []
-                segments.append(_Segment(segment_start, index, False, calls))
-                held_start = index
-            if index == count:
-                break
-            segment_start, holds, calls, awaiting = index, True, [], []
-        index += 1
-        parts = content.parts if content is not None else None
-        if not parts:
-            holds = False
-            previous_is_model = is_model
-            continue
-        if is_model is previous_is_model:
-            holds = False
-        previous_is_model = is_model
-        if is_model:
-            if awaiting:
-                holds = False
-            awaiting = []
-            for part in parts:
-                call = part.function_call
-                if part.function_response is not None:
-                    holds = False
-                if call is None:
-                    continue
-                if is_mixed(part):
-                    holds = False
-                call_id = call.id
-                if call_id:
-                    if call_id in seen_ids:
-                        holds = False
-                    seen_ids.add(call_id)
-                if fill and refused_when_paired_by_id(call_id):
-                    holds = False
-                awaiting.append(call)
-            calls += awaiting
-            continue
-        if holds:
-            holds = answers_in_place(parts, awaiting)
-        awaiting = []
-    if held_start < count:
-        segments.append(_Segment(held_start, count, True, held_calls))
-    return segments
 
 
 # -- phase 1, prepare: the faulty segments as turns -------------------------------
@@ -389,15 +98,15 @@ class _Prepared(NamedTuple):
     """The request as the later phases read it."""
 
     contents: Sequence[types.Content]
-    #: The scan's segments; each faulty one with its `_Segment.turns`.
-    segments: list[_Segment]
+    #: The scan's segments; each faulty one with its `Segment.turns`.
+    segments: list[Segment]
     #: The faulty segments' contents as turns, in request order.
     turns: list[_Turn]
     #: What preparing changed: split parts, dropped calls and contents.
     repairs: list[ContentRepair]
 
 
-def _prepare(contents: Sequence[types.Content], segments: Sequence[_Segment]) -> _Prepared:
+def prepare(contents: Sequence[types.Content], segments: Sequence[Segment]) -> _Prepared:
     """The faulty segments' contents as turns: each non-empty, none holding a mixed part.
 
     Every part of a turn is a call, a result or neither (`wire.is_mixed` is
@@ -407,13 +116,13 @@ def _prepare(contents: Sequence[types.Content], segments: Sequence[_Segment]) ->
     """
     repairs: list[ContentRepair] = []
     turns: list[_Turn] = []
-    prepared: list[_Segment] = []
+    prepared: list[Segment] = []
     for segment in segments:
         if not segment.holds:
             first = len(turns)
             turns += _prepare_turns(contents[segment.start : segment.stop], repairs)
             turned = range(first, len(turns))
-            segment = _Segment(segment.start, segment.stop, False, segment.calls, turned)
+            segment = Segment(segment.start, segment.stop, False, segment.calls, turned)
         prepared.append(segment)
     return _Prepared(contents, prepared, turns, repairs)
 

@@ -1,6 +1,6 @@
 """The view checked against ADK's own builder: its request is never worse than the store's.
 
-On a regular history the view's rules (`adk_pairing.analysis`) say where
+On a regular history the view's rules (`adk_pairing.ledger`) say where
 ADK's request builder puts each placeholder: right after its call, answering
 it. On an irregular one (`PairingLedger.irregular`: a call id twice in one
 event, an id reused while its earlier call is open, text and a call in one
@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
@@ -63,10 +62,12 @@ from functools import cache
 from google.adk.events.event import Event
 from google.genai import types
 
-from .adk import anthropic_converter_installed, litellm_imported
+from ..adk import anthropic_converter_installed, litellm_imported
+from ..adk.builder import contents_builder
+from ..wire import branches_shown_to
 from .checks import violations_of
-from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, request_of_contents
-from .wire import branches_shown_to
+from .provider_rules import PROVIDER_RULES, ProviderRule, Reading
+from .request_form import request_of_contents
 
 _quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
 
@@ -83,27 +84,19 @@ class _WhileProving(logging.Filter):
 
 @cache
 def _request_builder() -> Builder:
-    """ADK's ``_get_contents``, called as the contents request processor calls it.
+    """ADK's ``_get_contents`` (`adk_pairing.adk.contents_builder`), its loggers quieted here.
 
-    Ids are kept as stored where the release can (``preserve_function_call_ids``,
-    1.39 and later); 1.20 strips only ADK's own ``adk-`` ids, from both lists
-    alike. Its loggers
-    (``contents``; ``_tool_call_rearranger`` in 2.9; ``context._contents`` and
-    ``tools._rearranger`` from 2.10) get the filter that quiets them here.
+    Its loggers (``contents``; ``_tool_call_rearranger`` in 2.9;
+    ``context._contents`` and ``tools._rearranger`` from 2.10) get the filter
+    that quiets them while a view is proven; they exist once it is imported.
     """
-    from google.adk.flows.llm_flows import contents
-
-    get_contents = contents._get_contents
+    build = contents_builder()
     quiet = _WhileProving()
     prefix = "google_adk.google.adk.flows.llm_flows"
     for name in list(logging.Logger.manager.loggerDict):
         if name.startswith(prefix):
             logging.getLogger(name).addFilter(quiet)
-    if "preserve_function_call_ids" in inspect.signature(get_contents).parameters:
-        return lambda events, agent, branch: get_contents(
-            branch, events, agent, preserve_function_call_ids=True
-        )
-    return lambda events, agent, branch: get_contents(branch, events, agent)
+    return build
 
 
 @contextlib.contextmanager

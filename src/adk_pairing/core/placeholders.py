@@ -1,7 +1,7 @@
 """The placeholders: their texts, their parts, and the synthetic events that carry them.
 
 A leaf of the core: it builds, and decides nothing. What answers whom is the
-ledger's (`adk_pairing.analysis`); where a synthetic event goes is the
+ledger's (`adk_pairing.ledger`); where a synthetic event goes is the
 repair's (`adk_pairing.repair`); the request pass (`adk_pairing.request_pass`)
 answers with the same part as the view. A synthetic event is shaped so that
 ADK's request builder pairs it with its calls while ADK's decision logic
@@ -31,8 +31,8 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from pydantic import BaseModel
 
-from .adk import adk_reads_error_code_of_responses
-from .analysis import CallStatus, TrackedCall
+from ..adk import adk_reads_error_code_of_responses
+from ..ledger import CallStatus, TrackedCall
 
 METADATA_KEY = "adk_pairing"
 """Key under ``Event.custom_metadata`` that marks everything adk-pairing adds."""

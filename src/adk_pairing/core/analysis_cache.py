@@ -9,12 +9,12 @@ never touches a store; the decorator asks it for a ledger on every full read.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
-from .analysis import PairingLedger, build_ledger
+from ..ledger import PairingLedger, build_ledger
+from .lru import Lru
 
 #: Sessions whose analysis `PairingSessionService` remembers by default.
 DEFAULT_ANALYSIS_CACHE_SIZE = 4096
@@ -76,7 +76,7 @@ class AnalysisCache:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._entries: OrderedDict[SessionKey, _Analysed] = OrderedDict()
+        self._entries: Lru[SessionKey, _Analysed] = Lru(size)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -91,14 +91,11 @@ class AnalysisCache:
         if resumed is None or analysed.event_count != len(events):
             analysed = _Analysed.of(events, ledger)
         if analysed is None:
-            self._entries.pop(key, None)
+            self._entries.discard(key)
             return ledger
-        self._entries[key] = analysed
-        self._entries.move_to_end(key)
-        if len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        self._entries.put(key, analysed)
         return ledger
 
     def forget(self, key: SessionKey) -> None:
         """Drops what is remembered of session `key` (created, deleted, unreadable)."""
-        self._entries.pop(key, None)
+        self._entries.discard(key)

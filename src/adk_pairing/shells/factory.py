@@ -30,7 +30,7 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .adk import (
+from ..adk import (
     ADK_VERSION,
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,

@@ -1,0 +1,164 @@
+"""The request pass: a model request made to satisfy every provider's pairing rules.
+
+This module is pure: it reads a list of ``google.genai.types.Content`` (what
+ADK's request builder put in ``LlmRequest.contents``) and returns a list that
+every provider accepts, with a report of what it changed. It never awaits,
+logs or touches a session; `adk_pairing.plugin` is the shell that calls it.
+
+Why a request-level pass on top of the repaired view: ADK's request builder
+breaks pairing on its own in cases the session layer cannot see, and strict
+providers reject shapes both the view and plain ADK produce:
+
+* two long-running calls are open and the older one's result arrives after the
+  newer call: ``_rearrange_events_for_latest_function_response`` cuts the
+  history after the newer call and drops the older call's real answer;
+* a ``Part`` holding text *and* a ``function_call``: ADK's Anthropic converter
+  sends only the text (it tries text before a call), so the call vanishes and
+  its result is orphaned;
+* a call id used by two calls of one history (model ids such as ``call_1``
+  repeat across turns): Anthropic refuses duplicate ``tool_use`` ids;
+* a call stored without an id: LiteLlm's conversion sends ``""`` as its
+  ``tool_call_id``, and before 2.10 ADK's Anthropic converter gives every
+  id-less call the same fallback id;
+* a placeholder (or a real result) followed by the user's text, or two model
+  turns in a row: Bedrock Converse and the chat templates of many open models
+  reject two consecutive messages of one role.
+
+The request guarantee: five rules that hold on every list this module
+returns, and that imply every provider rule of
+`adk_pairing.provider_rules.PROVIDER_RULES` (tests/unit/test_request_guarantee.py):
+
+1. every function call in a model content is answered by the leading
+   ``function_response`` parts of the content right after it, one each, in call
+   order, under the call's function name (Gemini pairs by name; a result that
+   answers a call by id under another name is renamed); a call nothing
+   answers gets the view's placeholder (`adk_pairing.placeholders.placeholder_part`),
+   *pending* when ADK holds the call open and *missing* otherwise, exactly as
+   in the view;
+2. no ``function_response`` appears anywhere else: one that answers nothing is
+   dropped (as ADK's own ``drop_orphaned_function_responses`` does), one that
+   answers an earlier call is moved to that call's answer;
+3. no two adjacent contents have the same role (``model``/``assistant`` on one
+   side, everything else on the user side, as both converters map roles);
+   adjacent ones are merged, the answers to the preceding model content first;
+4. call ids are unique within the request: a later call reusing an id is
+   renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
+   a call whose id some provider that pairs by id cannot take
+   (`adk_pairing.provider_rules.refused_when_paired_by_id`: none, or one that
+   looks like one of ADK's Anthropic converter's own fallback ids, which the
+   converter could also give another call whose id it rewrites) gets
+   ``call_pairing_<n>``. Both are numbered in request order,
+   so the same contents always give the same ids and provider prompt caches
+   stay warm;
+5. the request does not open with a model turn holding a call: a request
+   whose history begins with the agent's own calls (a call made before any
+   user message, put back or answered here) is opened by a user-side note
+   (`adk_pairing.placeholders.OPENING_NOTE_TEXT`), so that strict providers
+   take it and the calls still reach the model. A request that opens with the
+   model's text is the agent's own design and stays as it is.
+
+Who answers whom is decided by `adk_pairing.ledger.PairingLedger`, the same
+rules the view uses (newest preceding call with the id; for id-less calls, the
+newest content with an id-less call of that name, calls in order), always with
+the newest builder's traits (``NEWEST_BUILDER``), whatever ADK is installed.
+The view follows the installed ADK's builder traits because its events still go
+through that builder, which on google-adk <= 2.10 rearranges reused ids (see
+`adk_pairing.adk.builder`). These contents come out of that builder: nothing
+rearranges them again, the converters send them in order, and the provider
+pairs each result with the call before it. So here a result with a reused id
+answers only the newest call before it (<= 2.6's "answers every call with the
+id" would leave the older call's ``tool_use`` unanswered on the wire), and no
+placeholder is withheld (<= 2.10's walk-back hazard is already behind us; a
+withheld call would stay unanswered in the request the provider rejects). On
+google-adk >= 2.11 the two agree on every call. A part that holds a call or a
+result together with text is split first, so the call is not lost.
+
+Properties: a request that already keeps the guarantee comes back as the very
+same list object; input ``Content`` and ``Part`` objects are never mutated
+(ADK's per-request copies are shallow and share parts' payloads with session
+events), changed contents are new objects; the pass is idempotent,
+deterministic and O(parts).
+
+In parts: the detection (`adk_pairing.request_scan`: which segments already
+hold), the rewrite of the faulty ones (`adk_pairing.request_rewrite`) and
+what it reports (`adk_pairing.request_records`); here, the entry point and
+rule 5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+from google.genai import types
+
+from ..core.placeholders import OPENING_NOTE_TEXT, PlaceholderTexts
+from ..wire import MODEL_ROLES, never_sent_as_a_call
+from .request_records import QUIET_RULES, ContentRepair, ContentRule, RepairedContents
+from .request_rewrite import FILLED_ID_PREFIX, repair_segments
+from .request_scan import scan
+
+__all__ = [
+    "FILLED_ID_PREFIX",
+    "QUIET_RULES",
+    "ContentRepair",
+    "ContentRule",
+    "RepairedContents",
+    "repair_contents",
+]
+
+_DEFAULT_TEXTS = PlaceholderTexts()
+
+
+def repair_contents(
+    contents: list[types.Content],
+    *,
+    held_open_ids: Collection[str] | Callable[[], Collection[str]] = frozenset(),
+    texts: PlaceholderTexts = _DEFAULT_TEXTS,
+    fill_missing_ids: bool = False,
+) -> RepairedContents:
+    """`contents` made to keep the request guarantee (module docstring), and what it took.
+
+    Args:
+      contents: The request's contents, as ADK built them. Never mutated.
+      held_open_ids: The ids of the calls ADK holds open (the session's
+        ``long_running_tool_ids``), or a function returning them: it is called
+        only when something needs repair, so a healthy request never pays for
+        reading the session. Confirmation, credential and input requests are
+        held open by name, as in the view.
+      texts: The placeholder texts, the view's.
+      fill_missing_ids: Give id-less calls an id (for providers that pair by
+        id: Anthropic, OpenAI via LiteLlm). Off for Gemini, which pairs by
+        position and from which ADK strips its own ``adk-`` ids on purpose.
+
+    Returns:
+      The same list object when it already keeps the guarantee; otherwise new
+      contents (unchanged contents are reused as they are) and the repairs.
+    """
+    segments = scan(contents, fill_missing_ids)
+    if all(segment.holds for segment in segments):
+        repaired = RepairedContents(contents)
+    else:
+        repaired = repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
+    return _opened_by_the_user(repaired)
+
+
+def _opens_with_a_call(contents: Sequence[types.Content]) -> bool:
+    """Whether the first content with parts is a model turn sending a function call."""
+    for content in contents:
+        if not content.parts:
+            continue
+        return content.role in MODEL_ROLES and any(
+            part.function_call is not None and not never_sent_as_a_call(part)
+            for part in content.parts
+        )
+    return False
+
+
+def _opened_by_the_user(repaired: RepairedContents) -> RepairedContents:
+    """Rule 5: `repaired`, opened by the user-side note if it opens with the model's calls."""
+    if not _opens_with_a_call(repaired.contents):
+        return repaired
+    note = types.Content(role="user", parts=[types.Part(text=OPENING_NOTE_TEXT)])
+    return RepairedContents(
+        [note, *repaired.contents], (*repaired.repairs, ContentRepair(ContentRule.OPENING_NOTE))
+    )

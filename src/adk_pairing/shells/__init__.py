@@ -1,0 +1,1 @@
+"""The shells: the session decorator, the plugin, metrics, factory, config and URIs."""
