@@ -31,8 +31,8 @@ from .builder import (
     BuilderTraits,
     adk_drops_unanswered_calls,
     builder_traits,
-    left_out_call_names,
     contents_builder,
+    left_out_call_names,
 )
 from .events import adk_reads_error_code_of_responses
 from .models import anthropic_converter_installed, litellm_completion_inputs, litellm_imported

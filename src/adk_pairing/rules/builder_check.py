@@ -146,13 +146,15 @@ def _verdicts(
 ) -> tuple[bool, ...] | None:
     """Which rules ADK's request for `agent` in `branch` keeps; None when the builder raises.
 
-    One verdict per rule of `VIEW_RULES`, in its order (`rule_holds`).
+    One verdict per rule of `VIEW_RULES`, in its order (`rule_holds`), then
+    whether the request holds any contents: ADK's older rearrangers can merge
+    a history down to nothing, which keeps every rule and loses every turn.
     """
     try:
         contents = build(list(events), agent, branch)
     except Exception:
         return None
-    return tuple(rule_holds(rule, contents) for rule in VIEW_RULES)
+    return (*(rule_holds(rule, contents) for rule in VIEW_RULES), bool(contents))
 
 
 def _worse(view: tuple[bool, ...] | None, stored: tuple[bool, ...] | None) -> bool:
@@ -209,12 +211,8 @@ def rule_holds(rule: ProviderRule, contents: Sequence[types.Content]) -> bool:
     OpenAI's rule applies once the app has imported ``litellm`` (only an app
     that sends through LiteLlm has, and importing it here would cost seconds
     on the request path); it holds when it does not apply, or when the
-    conversion itself fails (nothing to compare). No rule holds for a
-    request with no contents: every provider refuses it, and ADK's older
-    rearrangers can cut a history down to nothing.
+    conversion itself fails (nothing to compare).
     """
-    if not contents:
-        return False
     if rule.reads is Reading.ANTHROPIC_MESSAGES and not anthropic_converter_installed():
         return not rule.violations(request_of_contents(contents))
     if rule.reads is Reading.OPENAI_CHAT_MESSAGES:
