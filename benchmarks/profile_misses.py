@@ -132,10 +132,10 @@ PATHS: dict[str, tuple[str, PathRunner, int]] = {
 }
 
 
-def profile_path(name: str, size: int | None = None) -> Profiler:
+def profile_path(name: str, size: int | None = None, interval: float = INTERVAL_S) -> Profiler:
     """Runs one path under a fresh profiler (collector paused, as the benchmark does)."""
     _, run_path, default_size = PATHS[name]
-    profiler = Profiler(interval=INTERVAL_S, async_mode="disabled")
+    profiler = Profiler(interval=interval, async_mode="disabled")
     gc.collect()
     gc.disable()
     try:
@@ -150,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", help=f"any of {', '.join(PATHS)} (default: all)")
     parser.add_argument("--size", type=int, help="history size (default per path)")
     parser.add_argument("--html", type=Path, help="also write one HTML profile per path here")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=INTERVAL_S,
+        help=f"sampling interval in seconds (default {INTERVAL_S}); the samples are kept in "
+        "memory with the collector paused, so a coarser one bounds a run on a busy machine",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.paths if name not in PATHS]
     if unknown:
@@ -157,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_adk_pairing_logs()
     for name in args.paths or list(PATHS):
         title = PATHS[name][0]
-        profiler = profile_path(name, args.size)
+        profiler = profile_path(name, args.size, args.interval)
         print(f"\n== {name}: {title}")
         print(profiler.output_text(unicode=True, color=False, show_all=False))
         if args.html:

@@ -26,6 +26,11 @@ def test_profile_script_profiles_every_path_behind_a_missed_target(tmp_path: Pat
             "benchmarks/profile_misses.py",
             "--size",
             "200",
+            # Coarser than the default: every sample is kept in memory while the
+            # collector is paused, so on a busy machine the default interval grew
+            # the run to gigabytes and several minutes.
+            "--interval",
+            "0.001",
             "--html",
             str(tmp_path),
         ],
