@@ -14,6 +14,7 @@ generous bounds on time.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import pty
@@ -25,6 +26,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from google.adk.events.event import Event
@@ -36,6 +38,10 @@ from adk_pairing.adk import close_session_service
 #: Sessions in each store: at a few thousand sessions a second at best, a
 #: whole scan takes several seconds; the files stay under about 60 MB.
 SESSIONS = 8_000
+#: Where the scan can only go through ADK's get_session (google-adk 1.20's
+#: DatabaseSessionService, no ``sessions.schemas``), at tens of milliseconds a
+#: session: still a scan of tens of seconds, not minutes.
+SESSIONS_THROUGH_GET_SESSION = 1_000
 #: Every this many sessions one is broken, so --json-lines shows progress.
 BROKEN_EVERY = 40
 #: Seconds a stopped scan may take to end (loaded CI machines): generous, and
@@ -85,15 +91,15 @@ async def _write_templates(service: BaseSessionService) -> None:
         await close_session_service(service)
 
 
-def _copy_sessions(path: Path) -> None:
-    """`SESSIONS` copies of the templates by SQL (the same rows, new session ids)."""
+def _copy_sessions(path: Path, sessions: int) -> None:
+    """`sessions` copies of the templates by SQL (the same rows, new session ids)."""
     db = sqlite3.connect(path)
     try:
         session_columns = [row[1] for row in db.execute("PRAGMA table_info(sessions)")]
         event_columns = [row[1] for row in db.execute("PRAGMA table_info(events)")]
         numbers = (
             "WITH RECURSIVE n(i) AS "
-            f"(SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {SESSIONS - 1})"
+            f"(SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {sessions - 1})"
         )
         new_id = "printf('s%06d', i)"
         template = f"CASE WHEN i % {BROKEN_EVERY} = 0 THEN 'broken' ELSE 'tpl' END"
@@ -113,10 +119,16 @@ def _copy_sessions(path: Path) -> None:
         db.close()
 
 
+class BigStore(NamedTuple):
+    uri: str
+    sessions: int
+
+
 @pytest.fixture(scope="module", params=["sqlite", "sqlite+aiosqlite"])
-def big_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store of `SESSIONS` sessions in one of ADK's two SQLite layouts, as its URI."""
+def big_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> BigStore:
+    """A store of many sessions in one of ADK's two SQLite layouts, its URI and size."""
     path = tmp_path_factory.mktemp("stop") / "big.db"
+    sessions = SESSIONS
     if request.param == "sqlite":
         from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
@@ -125,9 +137,11 @@ def big_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         from google.adk.sessions.database_session_service import DatabaseSessionService
 
         service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+        if importlib.util.find_spec("google.adk.sessions.schemas") is None:
+            sessions = SESSIONS_THROUGH_GET_SESSION
     asyncio.run(_write_templates(service))
-    _copy_sessions(path)
-    return f"{request.param}:///{path}"
+    _copy_sessions(path, sessions)
+    return BigStore(f"{request.param}:///{path}", sessions)
 
 
 class Output:
@@ -207,21 +221,23 @@ def _in_pipe(uri: str, *args: str) -> tuple[subprocess.Popen[bytes], Output, Out
     return process, Output(process.stdout.fileno()), Output(process.stderr.fileno())
 
 
-def test_sigint_under_a_terminal_prints_the_partial_counts_and_exits_130(big_store: str) -> None:
-    code, report, screen = _sigint_under_pty(big_store)
+def test_sigint_under_a_terminal_prints_the_partial_counts_and_exits_130(
+    big_store: BigStore,
+) -> None:
+    code, report, screen = _sigint_under_pty(big_store.uri)
     assert code == 130, (report, screen)
     assert "partial: stopped before the end" in report, report
     scanned = int(report.split("Scanned ")[1].split(" session")[0].replace(",", ""))
-    assert scanned < SESSIONS, report
+    assert scanned < big_store.sessions, report
     assert "error: interrupted by SIGINT" in screen and "Traceback" not in screen, screen
 
 
-def test_sigint_with_json_under_a_terminal_says_partial(big_store: str) -> None:
-    code, printed, _ = _sigint_under_pty(big_store, "--json")
+def test_sigint_with_json_under_a_terminal_says_partial(big_store: BigStore) -> None:
+    code, printed, _ = _sigint_under_pty(big_store.uri, "--json")
     report = json.loads(printed)
     assert code == 130
     assert report["partial"] is True
-    assert report["sessions_scanned"] < SESSIONS
+    assert report["sessions_scanned"] < big_store.sessions
     assert report["apps"] == ["shop"]  # the apps met so far, as a whole scan names them
 
 
@@ -233,10 +249,10 @@ def test_sigint_with_json_under_a_terminal_says_partial(big_store: str) -> None:
     ],
 )
 def test_a_signal_in_a_pipe_stops_the_scan_with_a_partial_summary(
-    big_store: str, signal_number: int, code: int, reader: str
+    big_store: BigStore, signal_number: int, code: int, reader: str
 ) -> None:
     """The first broken session streamed means the scan is reading; then the signal."""
-    process, stdout, stderr = _in_pipe(big_store, "--json-lines", "--reader", reader)
+    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", "--reader", reader)
     try:
         stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
         process.send_signal(signal_number)
@@ -248,17 +264,17 @@ def test_a_signal_in_a_pipe_stops_the_scan_with_a_partial_summary(
     assert exit_code == code, errors
     summary = lines[-1]
     assert summary["type"] == "summary" and summary["partial"] is True, summary
-    assert summary["sessions_scanned"] < SESSIONS
+    assert summary["sessions_scanned"] < big_store.sessions
     assert errors.count("\n") == 1 and signal.Signals(signal_number).name in errors, errors
 
 
-def test_a_second_signal_exits_at_once(big_store: str) -> None:
+def test_a_second_signal_exits_at_once(big_store: BigStore) -> None:
     """The second signal exits 130 at once, unless the first stop had already ended the scan.
 
     Which of the two happens depends on timing; either way the code is 130
     and the whole store is not read.
     """
-    process, stdout, stderr = _in_pipe(big_store, "--json-lines")
+    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines")
     try:
         stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
         process.send_signal(signal.SIGINT)
@@ -272,16 +288,16 @@ def test_a_second_signal_exits_at_once(big_store: str) -> None:
     assert code == 130, errors
     if "stopped at once by a second SIGINT" not in errors:
         summary = json.loads(streamed.splitlines()[-1])
-        assert summary["partial"] is True and summary["sessions_scanned"] < SESSIONS
+        assert summary["partial"] is True and summary["sessions_scanned"] < big_store.sessions
 
 
-def test_a_whole_scan_of_the_store_is_not_partial(big_store: str) -> None:
+def test_a_whole_scan_of_the_store_is_not_partial(big_store: BigStore) -> None:
     """The control: without a signal the same scan reads every session and says so."""
     done = subprocess.run(
-        [*COMMAND, big_store, *APP, "--json"], capture_output=True, timeout=600, check=False
+        [*COMMAND, big_store.uri, *APP, "--json"], capture_output=True, timeout=600, check=False
     )
     report = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr
     assert report["partial"] is False
-    assert report["sessions_scanned"] == SESSIONS
-    assert report["sessions_with_missing"] == SESSIONS // BROKEN_EVERY
+    assert report["sessions_scanned"] == big_store.sessions
+    assert report["sessions_with_missing"] == big_store.sessions // BROKEN_EVERY
