@@ -45,7 +45,7 @@ row in tests/unit/test_checks.py for its verdict through the real converter).
 from __future__ import annotations
 
 import enum
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -287,27 +287,9 @@ def gemini(contents: Sequence[types.Content]) -> list[str]:
         following = contents[position + 1] if position + 1 < len(contents) else None
         following_parts = (following.parts or ()) if following is not None else ()
         pending = [p.function_response for p in following_parts if p.function_response is not None]
-        unmatched: list[tuple[str | None, str | None]] = []
-        matched: list[types.FunctionResponse] = []
-        for call in calls:
-            match = next(
-                (
-                    r
-                    for r in pending
-                    if (r.id == call.id if call.id else r.name == call.name) and r.name == call.name
-                ),
-                None,
-            )
-            if match is None:
-                unmatched.append((call.id, call.name))
-            else:
-                matched.append(match)
-                pending.remove(match)
-        answered_in_content_order = [
-            p.function_response
-            for p in following_parts
-            if any(p.function_response is answer for answer in matched)
-        ]
+        matched, unmatched, left = _match_in_call_order(calls, pending)
+        matched_ids = {id(answer) for answer in matched}
+        answered_in_content_order = [r for r in pending if id(r) in matched_ids]
         if any(a is not b for a, b in zip(answered_in_content_order, matched, strict=True)):
             violations.append(
                 f"content {position + 1}: function responses "
@@ -319,12 +301,45 @@ def gemini(contents: Sequence[types.Content]) -> list[str]:
                 f"content {position}: function calls {unmatched} have no response "
                 "in the next content"
             )
-        if pending:
+        if left:
             violations.append(
                 f"content {position + 1}: function responses "
-                f"{[(r.id, r.name) for r in pending]} answer no call of content {position}"
+                f"{[(r.id, r.name) for r in left]} answer no call of content {position}"
             )
     return violations
+
+
+def _match_in_call_order(
+    calls: Sequence[types.FunctionCall], responses: Sequence[types.FunctionResponse]
+) -> tuple[
+    list[types.FunctionResponse], list[tuple[str | None, str | None]], list[types.FunctionResponse]
+]:
+    """Each call's response, as Gemini pairs them: (matched in call order, unmatched calls, left).
+
+    A call with an id takes the first remaining response with its id and name;
+    an id-less call the first remaining one with its name. Linear in the parts:
+    a turn of a thousand parallel calls is checked on every read of such a view.
+    """
+    by_key: dict[tuple[str | None, str | None], deque[int]] = defaultdict(deque)
+    by_name: dict[str | None, deque[int]] = defaultdict(deque)
+    for position, response in enumerate(responses):
+        by_key[(response.id, response.name)].append(position)
+        by_name[response.name].append(position)
+    taken: set[int] = set()
+    matched: list[types.FunctionResponse] = []
+    unmatched: list[tuple[str | None, str | None]] = []
+    for call in calls:
+        queue = by_key.get((call.id, call.name)) if call.id else by_name.get(call.name)
+        while queue and queue[0] in taken:
+            queue.popleft()
+        if not queue:
+            unmatched.append((call.id, call.name))
+            continue
+        position = queue.popleft()
+        taken.add(position)
+        matched.append(responses[position])
+    left = [response for position, response in enumerate(responses) if position not in taken]
+    return matched, unmatched, left
 
 
 # -- the request pass's per-turn and per-id tests --------------------------------
