@@ -124,12 +124,12 @@ def anthropic_pairing(request: WireRequest) -> list[str]:
             if not calls:
                 continue
             following = turns[position + 1] if position + 1 < len(turns) else None
-            leading: list[str] = []
+            leading: set[str] = set()  # a set: a turn may hold many parallel calls
             if following is not None and not following.is_model:
                 for block in following.blocks:
                     if block.kind is not Block.RESULT:
                         break
-                    leading.append(block.key)
+                    leading.add(block.key)
             unanswered = [label(key) for key in calls if key not in leading]
             if unanswered:
                 violations.append(
@@ -244,17 +244,18 @@ def openai_chat(messages: Sequence[Any]) -> list[str]:
         for ident, count in Counter(i for i in call_ids if i).items():
             if count > 1:
                 violations.append(f"message {start}: tool_call id {ident!r} appears {count} times")
-        answered: list[Any] = []
+        known = set(call_ids)  # sets: a message may hold many parallel calls
+        answered: set[Any] = set()
         while position < len(messages) and field_of(messages[position], "role") in _TOOL_ROLES:
             tool_call_id = field_of(messages[position], "tool_call_id")
             if not tool_call_id:
                 violations.append(f"message {position}: tool message with an empty tool_call_id")
-            elif tool_call_id not in call_ids:
+            elif tool_call_id not in known:
                 violations.append(
                     f"message {position}: tool message for {tool_call_id!r} answers no "
                     f"tool_call of message {start}"
                 )
-            answered.append(tool_call_id)
+            answered.add(tool_call_id)
             position += 1
         unanswered = [i for i in call_ids if i and i not in answered]
         if unanswered:
