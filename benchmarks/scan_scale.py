@@ -5,6 +5,8 @@ Usage:
     .venv/bin/python benchmarks/scan_scale.py                  # the figures of RESULTS.md
     .venv/bin/python benchmarks/scan_scale.py --reuse          # keep an already seeded database
     .venv/bin/python benchmarks/scan_scale.py --only issue --no-loop --reuse --keep  # floor, scan
+    .venv/bin/python benchmarks/scan_scale.py --only issue --no-loop --reuse --keep \
+        --scan-jobs 1 2 --rounds 3          # the scan at --jobs 1 and 2, floor and scans x 3
     .venv/bin/python benchmarks/scan_scale.py --sessions 40 --events 6 --sqlite-sessions 20 \\
         --big-sessions 60 --big-events 5 --db adk_pairing_scan_smoke --json out.json
 
@@ -68,6 +70,8 @@ class Run:
     peak_rss_mb: float
     sessions: int
     report: dict[str, Any]
+    #: The largest ``VmHWM`` of the process's workers (``--jobs``), 0 without any.
+    worker_peak_rss_mb: float = 0.0
 
 
 def _peak_rss_kb(pid: int) -> int | None:
@@ -86,17 +90,27 @@ def _peak_rss_kb(pid: int) -> int | None:
     return None
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            return [int(child) for child in children.read().split()]
+    except OSError:
+        return []
+
+
 def run_scan(label: str, url: str, app: str, *extra: str) -> Run:
     """Runs the console script; wall, CPU and peak RSS of that process alone."""
     script = Path(sys.executable).with_name("adk-pairing")
     command = [str(script), "scan", url, "--app", app, "--json", *extra]
     started = time.perf_counter()
-    peak_kb = 0
+    peak_kb = worker_kb = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, stdout=out, stderr=err)
         while True:
             # The high-water mark only grows: the last reading before exit is the peak.
             peak_kb = max(peak_kb, _peak_rss_kb(process.pid) or 0)
+            for child in _children(process.pid):
+                worker_kb = max(worker_kb, _peak_rss_kb(child) or 0)
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
@@ -117,6 +131,7 @@ def run_scan(label: str, url: str, app: str, *extra: str) -> Run:
         peak_rss_mb=peak_kb / 1024,
         sessions=report["sessions_scanned"],
         report=report,
+        worker_peak_rss_mb=worker_kb / 1024,
     )
 
 
@@ -136,8 +151,8 @@ _PG_FILTER = " OR ".join(
 )
 
 
-async def pg_floor(database: str, app: str) -> dict[str, float]:
-    """Seconds for one raw read: the default mode's rows, and every event row."""
+async def pg_floor(database: str, app: str, every_row: bool = True) -> dict[str, float]:
+    """Seconds for one raw read: the default mode's rows, and (`every_row`) every event row."""
     connection = await asyncpg.connect(seed_scan._plain_url(database))
     try:
         figures: dict[str, float] = {}
@@ -151,6 +166,8 @@ async def pg_floor(database: str, app: str) -> dict[str, float]:
             app,
         )
         figures["filtered"] = time.perf_counter() - started
+        if not every_row:
+            return figures
         started = time.perf_counter()
         await connection.fetch(
             "SELECT user_id, session_id, event_data::text FROM events WHERE app_name = $1", app
@@ -294,7 +311,7 @@ def load() -> str:
 
 def issue_form(
     database: str, app: str, sessions: int, events: int, percent: float, reuse: bool,
-    with_loop: bool = True,
+    with_loop: bool = True, jobs: list[int] | None = None, rounds: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
     """The scan against the get_session loop at one broken share, both in this run.
 
@@ -302,18 +319,32 @@ def issue_form(
     is one raw asyncpg read of the rows the scan keeps (session keys and the
     rows naming a call, a result or a rewind). Load average (1/5/15 min) is
     printed before each process: the machine is shared. Without `with_loop`
-    only the floor and the scan run (the loop takes about an hour).
+    only the floor and the scan run (the loop takes about an hour). The scan
+    runs once per `jobs` value (``--jobs``; the first is the one compared
+    with the loop), and floor and scans `rounds` times, interleaved.
     """
     expected = asyncio.run(
         seed_postgres(seed_args(database, app, sessions, events, percent), reuse)
     )
     url = seed_scan.adk_url(database)
-    loads = {"floor": load()}
-    floor = asyncio.run(pg_floor(database, app))["filtered"]
-    loads["scan"] = load()
-    scan = run_scan("scan", url, app)
-    check_counts(scan, expected)
-    runs = [scan]
+    jobs = jobs or [1]
+    loads: dict[str, Any] = {}
+    floors: list[float] = []
+    by_jobs: dict[int, list[Run]] = {n: [] for n in jobs}
+    for round_number in range(rounds):
+        suffix = f" #{round_number + 1}" if rounds > 1 else ""
+        loads[f"floor{suffix}"] = load()
+        floors.append(asyncio.run(pg_floor(database, app, every_row=False))["filtered"])
+        for n in jobs:
+            label = "scan" if n == 1 else f"scan --jobs {n}"
+            loads[f"{label}{suffix}"] = load()
+            extra = () if n == 1 else ("--jobs", str(n))
+            one = run_scan(f"{label}{suffix}", url, app, *extra)
+            check_counts(one, expected)
+            by_jobs[n].append(one)
+    floor = sorted(floors)[len(floors) // 2]
+    scan = by_jobs[jobs[0]][0]
+    runs = [one for round_runs in zip(*by_jobs.values(), strict=True) for one in round_runs]
     if with_loop:
         loads["loop"] = load()
         loop = run_scan("get_session loop", url, app, "--reader", "get-session")
@@ -326,20 +357,32 @@ def issue_form(
         "events": events,
         "broken_percent": 100 * broken / expected["sessions"],
         "floor_seconds": floor,
+        "floor_rounds": floors,
         "runs": {r.label: {k: v for k, v in asdict(r).items() if k != "report"} for r in runs},
         "scanning_vs_floor": ratio(scan.scanning, floor),
         "wall_vs_floor": ratio(scan.wall, floor),
+        "scanning_vs_floor_by_jobs": {
+            n: [ratio(r.scanning, f) for r, f in zip(rs, floors, strict=True)]
+            for n, rs in by_jobs.items()
+        },
         "load_average": loads,
     }
     print(
         f"\nPostgreSQL {expected['sessions']:,} x {events}, {figures['broken_percent']:.1f}% "
-        f"broken ({broken:,} sessions); floor {floor:.2f} s",
+        f"broken ({broken:,} sessions); floor {' / '.join(f'{f:.2f}' for f in floors)} s",
         flush=True,
     )
     for run in runs:
         print(
-            f"  {run.label:16} wall {run.wall:8.2f} s  scanning {run.scanning:8.2f} s  "
-            f"CPU {run.cpu:8.2f} s  peak RSS {run.peak_rss_mb:6.1f} MB",
+            f"  {run.label:20} wall {run.wall:8.2f} s  scanning {run.scanning:8.2f} s  "
+            f"CPU {run.cpu:8.2f} s  peak RSS {run.peak_rss_mb:6.1f} MB "
+            f"(workers {run.worker_peak_rss_mb:6.1f} MB)",
+            flush=True,
+        )
+    for n, ratios in figures["scanning_vs_floor_by_jobs"].items():
+        print(
+            f"  --jobs {n}: scanning / floor of its round: "
+            f"{', '.join(f'{r:.2f}x' for r in ratios)}",
             flush=True,
         )
     versus_loop = ""
@@ -478,6 +521,17 @@ def main() -> None:
         "--no-loop", action="store_true",
         help="issue part: the floor and the scan only, not the get_session loop (about an hour)",
     )  # fmt: skip
+    parser.add_argument(
+        "--scan-jobs",
+        nargs="+",
+        type=int,
+        default=[1, 2, 4],
+        help="issue part: the scan's --jobs values, each run in turn (the first is the one "
+        "compared with the loop)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="issue part: floor and scans this many times"
+    )
     parser.add_argument("--million-sessions", type=int, default=1_000_000)
     parser.add_argument("--million-events", type=int, default=10)
     parser.add_argument("--million-broken-percent", type=float, default=1.0)
@@ -506,7 +560,7 @@ def main() -> None:
             figures["issue"] = {
                 f"{percent:g}%": issue_form(
                     share_dbs[percent], args.app, args.issue_sessions, args.issue_events,
-                    percent, args.reuse, not args.no_loop,
+                    percent, args.reuse, not args.no_loop, args.scan_jobs, args.rounds,
                 )
                 for percent in args.broken_percent
             }  # fmt: skip

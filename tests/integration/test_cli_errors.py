@@ -334,3 +334,31 @@ def test_a_scan_that_reads_nothing_under_fail_on_exits_2(sqlite_store: str) -> N
     assert "Scanned 0 sessions" in result.stdout
     quiet = runner.invoke(app, ["scan", sqlite_store, *window])
     assert quiet.exit_code == 0, quiet.output  # without --fail-on, an empty window is an answer
+
+
+# -- --jobs: an error found before forking, or by a worker, is still one line ------------
+
+
+def _jobs_scan(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), "scan", *args, "--jobs", "2"], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_jobs_unreachable_postgres_is_one_line_before_any_worker() -> None:
+    done = _jobs_scan(f"postgresql+asyncpg://postgres:{SECRET}@127.0.0.1:1/agents", "--app", "a")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect")
+    assert SECRET not in done.stderr
+
+
+def test_jobs_an_error_of_the_workers_is_reported_once(sqlite_store: str) -> None:
+    """Every worker finds the unknown user (its check runs after its scan): one line, exit 2."""
+    done = _jobs_scan(sqlite_store, "--app", "shop", "--user", "nobody")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    # The wording depends on whether the store is read directly (google-adk 1.20: not).
+    assert done.stderr.startswith("error: "), done.stderr
+    assert "user 'nobody'" in done.stderr and "'shop'" in done.stderr, done.stderr

@@ -301,3 +301,100 @@ def test_a_whole_scan_of_the_store_is_not_partial(big_store: BigStore) -> None:
     assert report["partial"] is False
     assert report["sessions_scanned"] == big_store.sessions
     assert report["sessions_with_missing"] == big_store.sessions // BROKEN_EVERY
+
+
+# -- the same with worker processes (--jobs): the parent takes the signals -------------
+
+JOBS = ["--jobs", "2"]
+
+
+def test_jobs_stop_on_sigint_under_a_terminal_with_the_partial_counts(
+    big_store: BigStore,
+) -> None:
+    """Ctrl-C reaches the whole process group: the workers must stop once, with a report.
+
+    The progress bar the parent draws from its workers' messages is what the
+    signal waits for.
+    """
+    code, printed, screen = _sigint_under_pty(big_store.uri, "--json", *JOBS)
+    assert code == 130, (printed, screen)
+    report = json.loads(printed)
+    assert report["partial"] is True and report["shard"] is None
+    assert 0 < report["sessions_scanned"] < big_store.sessions
+    assert screen.count("error:") == 1 and "interrupted by SIGINT" in screen, screen
+    assert "Traceback" not in screen, screen
+
+
+def test_jobs_stop_on_a_sigterm_to_the_parent_in_a_pipe(big_store: BigStore) -> None:
+    """`kill PID` reaches the parent alone: it stops its workers and sums what they read.
+
+    (SIGINT to the parent alone is the next test's first signal.)
+    """
+    signal_number, code = signal.SIGTERM, 143
+    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", *JOBS)
+    try:
+        stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
+        process.send_signal(signal_number)
+        exit_code, _ = _ended(process, stdout, stderr)
+    finally:
+        process.kill()
+    lines = [json.loads(line) for line in stdout.drain().splitlines()]
+    errors = stderr.drain()
+    assert exit_code == code, errors
+    summary = lines[-1]
+    assert summary["type"] == "summary" and summary["partial"] is True, summary
+    assert summary["sessions_scanned"] < big_store.sessions
+    streamed = sum(1 for line in lines if line["type"] == "session")
+    assert streamed == summary["sessions_with_missing"], summary
+    assert errors.count("\n") == 1 and signal.Signals(signal_number).name in errors, errors
+
+
+def test_jobs_a_second_signal_exits_at_once_and_takes_the_workers(big_store: BigStore) -> None:
+    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", *JOBS)
+    try:
+        stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
+        workers = _children(process.pid)
+        assert len(workers) == 2, workers
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        code, _ = _ended(process, stdout, stderr)
+    finally:
+        process.kill()
+    streamed, errors = stdout.drain(), stderr.drain()
+    assert code == 130, errors
+    if "stopped at once by a second SIGINT" not in errors:
+        summary = json.loads(streamed.splitlines()[-1])
+        assert summary["partial"] is True and summary["sessions_scanned"] < big_store.sessions
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in workers):
+        assert time.monotonic() < deadline, f"workers {workers} outlived the scan"
+        time.sleep(0.05)
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_jobs_give_the_report_of_one_process(big_store: BigStore) -> None:
+    """Same counts, findings and their order, same shard; only the clock's fields differ."""
+
+    def report(*args: str) -> dict[str, object]:
+        done = subprocess.run(
+            [*COMMAND, big_store.uri, *APP, "--json", *args],
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        del data["elapsed_seconds"]
+        for finding in data["findings"]:
+            del finding["age_seconds"]
+        return data
+
+    # Half the store (the test's time), split over three workers: still that shard.
+    alone = report("--shard", "1/2")
+    assert 0 < alone["sessions_scanned"] < big_store.sessions  # type: ignore[operator]
+    assert alone["sessions_with_missing"], alone
+    assert report("--shard", "1/2", "--jobs", "3") == alone

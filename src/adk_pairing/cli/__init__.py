@@ -238,6 +238,17 @@ def scan(
             "outputs with --merge.",
         ),
     ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            metavar="N",
+            min=1,
+            help="Worker processes: each scans 1/N of the sessions (of the --shard when "
+            "given), forked after start-up; one report, as one process gives. Up to the "
+            "cores this machine can spare; 1 (the default) scans in this process.",
+        ),
+    ] = 1,
     merge: Annotated[
         bool,
         typer.Option(
@@ -259,7 +270,7 @@ def scan(
     debug: DebugOpt = False,
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
-    from ._common import CliError, parse_time, stderr_console
+    from ._common import CliError, fail, parse_time, stderr_console
     from ._direct import Shard
     from ._scan import (
         FAIL_ON_CHOICES,
@@ -309,6 +320,43 @@ def scan(
             on_unreadable=lambda item: _print_line({"type": "unreadable", **item}),
         )
 
+    def make_options() -> ScanOptions:
+        return ScanOptions(
+            apps=app_names or None,
+            user=user,
+            since=parse_time(since) if since is not None else None,
+            until=parse_time(until) if until is not None else None,
+            concurrency=concurrency,
+            batch_size=batch_size,
+            reader=ReaderChoice(reader),
+            timeout=timeout,
+            strict=strict,
+            shard=parsed_shard,
+        )
+
+    if jobs > 1:
+        from ._jobs import Streamed, scan_in_jobs
+
+        streamed = Streamed(
+            on_broken=_print_line if json_lines else None,
+            on_unreadable=(lambda item: _print_line({"type": "unreadable", **item}))
+            if json_lines
+            else None,
+            progress=err.is_terminal and not debug,
+        )
+        try:
+            result, stopped = scan_in_jobs(
+                jobs,
+                uri,
+                lambda: open_read_only(uri, parse_options(option)),
+                make_options,
+                streamed,
+                debug=debug,
+            )
+        except CliError as error:  # a worker's, reported once
+            fail(str(error), debug=debug, exit_code=error.exit_code, uri=uri)
+        _finish_scan(result, json_output, json_lines, limit, fail_on, stopped)
+
     stop = StopRequest()
 
     async def go() -> ScanResult:
@@ -325,18 +373,7 @@ def scan(
                 ) from None
 
     async def scan_until_stopped() -> ScanResult:
-        options = ScanOptions(
-            apps=app_names or None,
-            user=user,
-            since=parse_time(since) if since is not None else None,
-            until=parse_time(until) if until is not None else None,
-            concurrency=concurrency,
-            batch_size=batch_size,
-            reader=ReaderChoice(reader),
-            timeout=timeout,
-            strict=strict,
-            shard=parsed_shard,
-        )
+        options = make_options()
         store = open_read_only(uri, parse_options(option))
         try:
             if err.is_terminal and not debug:

@@ -155,16 +155,7 @@ async def scan_store(
     )
     window = options.window(apps)
 
-    reader: DirectReader | None = None
-    if options.reader is not ReaderChoice.GET_SESSION or apps is None:
-        try:
-            reader = await direct_reader(store.service, store.sqlite_path)
-        except NoAdkTables:
-            raise CliError(no_adk_tables_message(store.masked_uri)) from None
-        except Unsupported as why:
-            if options.reader is ReaderChoice.DIRECT:
-                raise CliError(f"--reader direct: cannot read this store directly: {why}") from None
-            result.fallback_reason = str(why)
+    reader, result.fallback_reason = await open_reader(store, options.reader, apps)
     stop = stop or StopRequest()
 
     async def read() -> None:
@@ -192,13 +183,37 @@ async def scan_store(
         if not result.partial:
             await refuse_names_matching_nothing(store, reader, window, result)
     finally:
-        close = getattr(reader, "close", None)
-        if close is not None:
-            close()
+        close_reader(reader)
     result.findings.sort(key=lambda f: (f.status != "missing", f.call_time, f.user, f.session))
     result.unreadable.sort(key=lambda u: (u["app"], u["user"], u["session"]))
     result.elapsed_seconds = round(time.perf_counter() - started, 3)
     return result
+
+
+async def open_reader(
+    store: OpenedStore, choice: ReaderChoice, apps: Sequence[str] | None
+) -> tuple[DirectReader | None, str | None]:
+    """The direct reader `choice` and `apps` call for (None: get_session), and why not direct.
+
+    Raises `CliError` when the store holds no ADK tables, or `choice` is
+    ``direct`` and the store's layout is not one read directly.
+    """
+    if choice is ReaderChoice.GET_SESSION and apps is not None:
+        return None, None
+    try:
+        return await direct_reader(store.service, store.sqlite_path), None
+    except NoAdkTables:
+        raise CliError(no_adk_tables_message(store.masked_uri)) from None
+    except Unsupported as why:
+        if choice is ReaderChoice.DIRECT:
+            raise CliError(f"--reader direct: cannot read this store directly: {why}") from None
+        return None, str(why)
+
+
+def close_reader(reader: DirectReader | None) -> None:
+    close = getattr(reader, "close", None)
+    if close is not None:
+        close()
 
 
 async def _until_done_or_stopped(
@@ -463,15 +478,9 @@ class RateColumn(ProgressColumn):
         return Text(f"{speed:,.0f} sessions/s" if speed else "")
 
 
-async def scan_with_progress(
-    store: OpenedStore,
-    options: ScanOptions,
-    hooks: Hooks,
-    console: Console,
-    stop: StopRequest | None = None,
-) -> ScanResult:
-    """`scan_store` with a progress bar, rate and ETA on `console` (only on a terminal)."""
-    with Progress(
+def progress_bar(console: Console) -> Progress:
+    """The scan's progress bar: sessions done of the total, rate and ETA."""
+    return Progress(
         TextColumn("scanning"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -481,7 +490,18 @@ async def scan_with_progress(
         TimeRemainingColumn(),
         console=console,
         transient=True,
-    ) as progress:
+    )
+
+
+async def scan_with_progress(
+    store: OpenedStore,
+    options: ScanOptions,
+    hooks: Hooks,
+    console: Console,
+    stop: StopRequest | None = None,
+) -> ScanResult:
+    """`scan_store` with a progress bar, rate and ETA on `console` (only on a terminal)."""
+    with progress_bar(console) as progress:
         task = progress.add_task("scan", total=None)
         return await scan_store(
             store,

@@ -252,7 +252,20 @@ def merge_reports(reports: Sequence[tuple[str, dict[str, Any]]]) -> ScanResult:
                     f"{path} and {first_path} differ in {key} "
                     f"({report.get(key)!r} vs {first.get(key)!r}): not shards of one scan"
                 )
-    apps_lists = [report["apps"] for _, report in reports]
+    merged = sum_reports([report for _, report in reports])
+    merged.merged_shards = count
+    return merged
+
+
+def sum_reports(reports: Sequence[dict[str, Any]]) -> ScanResult:
+    """The reports of disjoint parts of one scan (``to_json`` form) as one report.
+
+    Counts are summed, findings and unreadable sessions joined and sorted as
+    one scan sorts them; `elapsed_seconds` is the longest part's and `partial`
+    is set when any part was stopped.
+    """
+    first = reports[0]
+    apps_lists = [report["apps"] for report in reports]
     same_apps = all(apps == apps_lists[0] for apps in apps_lists)
     merged = ScanResult(
         store=first["store"],
@@ -260,15 +273,13 @@ def merge_reports(reports: Sequence[tuple[str, dict[str, Any]]]) -> ScanResult:
         user=first["user"],
         read_only=first["read_only"],
         reader=first["reader"],
-        fallback_reason=next(
-            (r["fallback_reason"] for _, r in reports if r["fallback_reason"]), None
-        ),
+        fallback_reason=next((r["fallback_reason"] for r in reports if r["fallback_reason"]), None),
         since=first["since"],
         until=first["until"],
         mode=first["mode"],
-        merged_shards=count,
+        partial=any(report.get("partial") for report in reports),
     )
-    for _, report in reports:
+    for report in reports:
         for name in _COUNT_FIELDS:
             setattr(merged, name, getattr(merged, name) + report[name])
         merged.vanished_sessions += report.get("vanished_sessions", 0)

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 #: The signals that stop a scan.
@@ -124,3 +124,67 @@ def stop_on_signals(stop: StopRequest) -> Iterator[None]:
             # Once stopped, a second signal exits at once until the process ends
             # (printing the report and shutting down take a moment too).
             signal.signal(number, on_signal if stop.requested else handler)
+
+
+# -- a scan run as worker processes (``--jobs``) -------------------------------------
+
+#: How the parent of ``--jobs`` workers tells them which signal stopped it. Not
+#: SIGINT and SIGTERM themselves: a Ctrl-C reaches the terminal's whole process
+#: group and a service manager may signal every process of the unit, so a
+#: worker that took those too would see two signals and exit without a report.
+FORWARDED = {signal.SIGINT: signal.SIGUSR1, signal.SIGTERM: signal.SIGUSR2}
+#: Every signal a worker's start must not miss: blocked around the fork (`held`).
+_WORKER_SIGNALS = (*STOP_SIGNALS, *FORWARDED.values())
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """The stop signals held (pending, not lost) in the block: around forking workers."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+
+
+def stop_on_forwarded_signals(stop: StopRequest) -> None:
+    """In a worker (signals `held`): its parent's forwarded signal stops it; SIGINT/SIGTERM do not.
+
+    The worker's first stop is its parent's: the parent decides when the
+    worker exits at once (it kills it), so a repeated forward is ignored.
+    """
+    original = {forwarded: number for number, forwarded in FORWARDED.items()}
+
+    def on_forwarded(number: int, _frame: FrameType | None) -> None:
+        if not stop.requested:
+            _quiet_closed_loop_callbacks()
+            stop.request(original[number])
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    for number in FORWARDED.values():
+        signal.signal(number, on_forwarded)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+
+
+def forward_signals(stop: StopRequest, workers: Callable[[], list[int]]) -> None:
+    """In the parent of workers: the first signal is forwarded to them, a second kills them.
+
+    A second signal exits at once, as a scan in one process does: the
+    workers are killed first (they hold nothing but read-only connections).
+    """
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        pids = workers()
+        if stop.requested:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            _exit_now(number)
+        stop.request(number)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, FORWARDED[number])
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, on_signal)

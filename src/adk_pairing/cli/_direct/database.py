@@ -179,6 +179,8 @@ class DatabaseReader(PagedReader):
     ) -> Sequence[Any]:
         from sqlalchemy import select, tuple_
 
+        if self._engine.dialect.driver == "asyncpg":
+            return await self._page_asyncpg(orm, app, user, after, limit)
         sessions = self._session_model
         page = select(sessions.user_id, sessions.id, sessions.update_time).where(
             sessions.app_name == app
@@ -189,6 +191,32 @@ class DatabaseReader(PagedReader):
             page = page.where(tuple_(sessions.user_id, sessions.id) > after)
         page = page.order_by(sessions.user_id, sessions.id).limit(limit)
         return (await orm.execute(page)).all()
+
+    async def _page_asyncpg(
+        self, orm: Any, app: str, user: str | None, after: tuple[str, str] | None, limit: int
+    ) -> Sequence[Any]:
+        """`fetch_page`'s statement on the session's own asyncpg connection.
+
+        Every worker of a ``--jobs`` scan pages through all the keys, so
+        SQLAlchemy's per-statement and per-row handling would be paid once per worker.
+        """
+        quote = self._engine.dialect.identifier_preparer.quote
+        where = ["app_name = $1"]
+        values: list[Any] = [app]
+        if user is not None:
+            values.append(user)
+            where.append(f"user_id = ${len(values)}")
+        if after is not None:
+            values.extend(after)
+            where.append(f"(user_id, id) > (${len(values) - 1}, ${len(values)})")
+        values.append(limit)
+        sql = (
+            f"SELECT user_id, id, update_time FROM {quote(self._session_model.__table__.name)} "
+            f"WHERE {' AND '.join(where)} ORDER BY user_id, id LIMIT ${len(values)}"
+        )
+        connection = await orm.connection()
+        raw = await connection.get_raw_connection()
+        return await raw.driver_connection.fetch(sql, *values)
 
     async def full_read(
         self, orm: Any, app: str, kept: list[SessionKey], timeout: float | None
