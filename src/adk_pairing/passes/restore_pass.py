@@ -45,6 +45,7 @@ from google.genai import types
 from ..core.placeholders import PlaceholderTexts
 from ..core.repair import place_repairs
 from ..ledger import PairingLedger, TrackedCall
+from ..rules.builder_check import calls_carried, carries_every_call
 from ..wire import MODEL_ROLES, branch_shows
 
 __all__ = [
@@ -208,6 +209,12 @@ def splice(
     the place is not certain and nothing is spliced.
     """
     if list(from_stored) == list(from_repaired):
+        return SpliceResult(Splice.NOTHING_TO_RESTORE)
+    brings_back = calls_carried(from_repaired) - calls_carried(from_stored)
+    if not brings_back and not carries_every_call(from_stored, from_repaired):
+        # The placeholders brought back no call (not even another copy of a
+        # reused id) and displaced an event whose calls the stored build
+        # showed: the stored build tells the model more.
         return SpliceResult(Splice.NOTHING_TO_RESTORE)
     inserted: list[tuple[int, types.Content]] = []
     matched = 0
