@@ -65,7 +65,7 @@ from google.genai import types
 
 from ..adk import anthropic_converter_installed, litellm_imported
 from ..adk.builder import contents_builder
-from ..wire import branches_shown_to
+from ..wire import MODEL_ROLES, branches_shown_to
 from .checks import violations_of
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading
 from .request_form import request_of_contents
@@ -143,10 +143,15 @@ def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
 
 
 def calls_carried(contents: Sequence[types.Content]) -> Counter[tuple[str | None, str]]:
-    """The function calls of `contents` by id and name, on either side, with their copies."""
+    """The function calls of `contents`' model turns by id and name, with their copies.
+
+    A call ADK's merge left in a user-side content is not carried: no provider
+    takes it there, and the request pass drops it.
+    """
     return Counter(
         (part.function_call.id or None, part.function_call.name or "")
         for content in contents
+        if content.role in MODEL_ROLES
         for part in content.parts or ()
         if part.function_call is not None
     )
