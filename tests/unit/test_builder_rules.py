@@ -100,6 +100,22 @@ def test_last_response_builders_answer_an_earlier_call_with_a_later_response() -
     assert placeholders(events, NEWEST_BUILDER) == ["call_1"]
 
 
+def test_last_response_builders_never_answer_a_call_beside_results() -> None:
+    # Their map puts a response only after an event without responses, so a
+    # reused id's call in an event of results stays unanswered, before or
+    # after another response with the id.
+    events = [
+        user_text("1", invocation_id="inv-1"),
+        model_event([call("call_1")], invocation_id="inv-1"),
+        response_event([response("call_1")], invocation_id="inv-1"),
+        model_event([response("call_2"), call("call_1")], invocation_id="inv-2"),
+        response_event([response("call_1")], invocation_id="inv-2"),
+    ]
+    assert statuses(events, BY_LAST_RESPONSE)[-1] == ("call_1", "missing")
+    assert statuses(events[:4], BY_LAST_RESPONSE)[-1] == ("call_1", "missing")
+    assert statuses(events, NEWEST_BUILDER)[-1] == ("call_1", "answered")
+
+
 def mid_turn_parallel_call_reusing_an_id() -> list[Event]:
     return [
         user_text("1", invocation_id="inv-1"),

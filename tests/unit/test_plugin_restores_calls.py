@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 
 import pytest
 from google.adk.agents.callback_context import CallbackContext
@@ -41,6 +42,7 @@ from tests.adk_features import adk_drops_unanswered_calls
 from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
 from tests.calls_lost import calls_lost, sent_calls
 
+from .events import call, model_event, response, response_event, user_text
 from .history_strategies import describe, histories
 
 EXAMPLES = int(os.environ.get("ADK_PAIRING_GUARANTEE_EXAMPLES", "300"))
@@ -198,3 +200,106 @@ def test_a_dropped_call_with_adks_own_id_comes_back_for_gemini() -> None:
     assert len(calls) == 2, contents
     assert len(results) == 2, contents
     assert not {rule: v for rule, v in request_violations(contents, _GEMINI_RULES).items() if v}
+
+
+def _cut_by_a_walk_back() -> list[Event]:
+    # Older builders walk back from the trailing result to the newest call
+    # event with its id, then cut the history at an older call event sharing
+    # it: the middle call, answered as the ledger pairs, never reaches the model.
+    return [
+        model_event([call("c2")], invocation_id="inv-0"),
+        model_event([call("c2", "fetch")], invocation_id="inv-2"),
+        user_text("message", invocation_id="inv-3"),
+        model_event([response("c2"), call("c2")], invocation_id="inv-5"),
+    ]
+
+
+def _cut_from_the_view() -> list[Event]:
+    # The view answers the call ADK's walk back cuts, so only the other open
+    # call (whose id an earlier call carries) is left for the restore to see.
+    return [
+        model_event([call("c3", "fetch")]),
+        response_event([response("c3", "fetch")]),
+        model_event([response("ïd 1"), call("c1", "fetch")]),
+        model_event([call("ïd 1")]),
+        model_event([call("c3"), response("c1", "fetch")]),
+    ]
+
+
+def _held_open_beside_results() -> list[Event]:
+    # A held-open call in an event of results, answered later, that ADK's
+    # merge puts on the user side: the ledger holds nothing open for it.
+    return [
+        response_event([response("adk-5c1e")], invocation_id="inv-0", branch="fan.a"),
+        model_event(
+            [response("c3", "fetch"), call("c2", "fetch")],
+            invocation_id="inv-1",
+            long_running={"c2"},
+            branch="fan",
+        ),
+        model_event(
+            [call("c3", "fetch"), call("adk-5c1e", "adk_request_input")],
+            invocation_id="inv-2",
+            branch="fan.b",
+        ),
+        response_event([response("c2", "fetch")], invocation_id="inv-2"),
+        model_event([types.Part(text="ok")], invocation_id="inv-4"),
+    ]
+
+
+def _calls_beside_an_idless_result() -> list[Event]:
+    # ADK's builder takes the first event for the result event of the id-less
+    # calls after it; a placeholder for those calls displaces it, and its call
+    # with it: neither the view nor the restore may serve that build.
+    return [
+        model_event([call("c2", "fetch"), response("")], invocation_id="inv-0"),
+        model_event([call(""), call(None, "fetch")], invocation_id="inv-0"),
+        model_event(
+            [call("c3", "fetch"), call(None, "adk_request_credential")],
+            invocation_id="inv-0",
+            long_running={"c3"},
+        ),
+    ]
+
+
+def _calls_beside_results_reusing_an_answered_id() -> list[Event]:
+    # Up to 2.6 the last result with an id goes after every call event with it,
+    # but never after an event holding results: the reused id's calls there
+    # stay unanswered, whatever answers the first call with it.
+    return [
+        model_event([call("ïd 1", "fetch")], invocation_id="inv-0", branch="fan"),
+        model_event([call("adk-5c1e")], invocation_id="inv-2", branch="fan"),
+        response_event([response("adk-5c1e")], invocation_id="inv-2", branch="fan.b"),
+        model_event(
+            [call("ïd 1"), call("ïd 1", "adk_request_input"), response("adk-5c1e")],
+            invocation_id="inv-2",
+            branch="fan",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("both", [False, True], ids=["plugin-alone", "view-and-plugin"])
+@pytest.mark.parametrize(
+    "history",
+    [
+        _cut_by_a_walk_back,
+        _cut_from_the_view,
+        _held_open_beside_results,
+        _calls_beside_an_idless_result,
+        _calls_beside_results_reusing_an_answered_id,
+    ],
+)
+def test_a_call_an_older_builder_cuts_from_the_request_comes_back(
+    both: bool, history: Callable[[], list[Event]]
+) -> None:
+    # The restore runs for these although every open call's id is on the
+    # request: a reused id hides that a call is missing; and a repaired build
+    # that displaces a call the stored one carried is never served. Each is
+    # lost on some release from 1.20 to 2.10 without these.
+    events = history()
+    session_events = repaired_events(events) if both else list(events)
+    sent = asyncio.run(sent_after_plugin(session_events))
+    assert not calls_lost(events, sent, AGENT_NAME), describe(events)
+    stored = asyncio.run(build_request_contents_async(events))
+    kept = {rule for rule, found in request_violations(stored, RULES).items() if not found}
+    assert not {r: v for r, v in request_violations(sent, RULES).items() if v and r in kept}

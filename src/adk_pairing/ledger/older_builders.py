@@ -326,6 +326,8 @@ class PairsByLastResponse(OlderBuilder):
         self._answered_ids: set[str] = set()
         # The same ids by the branch of the response (None for branch-less ones).
         self._answered_in: dict[str | None, set[str]] = {}
+        # Whether the event whose calls open next also holds responses.
+        self._beside_results = False
 
     def takes_response(
         self, ledger: LedgerForOlderBuilders, at: EventAt, part_index: int, response: CallRead
@@ -366,11 +368,26 @@ class PairsByLastResponse(OlderBuilder):
                 )
             ledger.answer(call, settled, by)
 
+    def end_parts(
+        self, ledger: LedgerForOlderBuilders, at: EventAt, calls_here: CallParts | None
+    ) -> None:
+        self._beside_results = calls_here is not None and any(
+            part.function_response is not None for part in at.parts
+        )
+        super().end_parts(ledger, at, calls_here)
+
     def takes_call(
         self, ledger: LedgerForOlderBuilders, call: TrackedCall, ids: set[str], opened: Opened
     ) -> bool:
         """Indexes `call` with every open call of its id, or settles it at once when a
-        response with its id that its branch is shown came already."""
+        response with its id that its branch is shown came already.
+
+        A call in an event that also holds responses is neither: the builder
+        takes such an event for a response event, and its map puts responses
+        only after events without any, so no response ever answers the call
+        where it stands. It stays open, its placement left to the view's
+        check against ADK's builder (the history is irregular).
+        """
         call_id: str = call.call_id  # type: ignore[assignment]
         if call_id in ids or call_id in self._open_by_id:
             ledger.shapes.add(
@@ -379,6 +396,9 @@ class PairsByLastResponse(OlderBuilder):
                 else IrregularShape.CALL_ID_REUSED_WHILE_OPEN
             )
         ids.add(call_id)
+        if self._beside_results:
+            opened[call.part_index] = call
+            return True
         branch = call.branch
         if call_id in self._answered_ids and (
             branch is None
@@ -407,6 +427,7 @@ class PairsByLastResponse(OlderBuilder):
         }
         successor._answered_ids = set(self._answered_ids)
         successor._answered_in = {branch: set(ids) for branch, ids in self._answered_in.items()}
+        successor._beside_results = self._beside_results
         super().carry_into(successor, ledger, copies)
 
 

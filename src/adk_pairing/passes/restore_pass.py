@@ -35,6 +35,7 @@ rule 5).
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ from google.genai import types
 from ..core.placeholders import PlaceholderTexts
 from ..core.repair import place_repairs
 from ..ledger import PairingLedger, TrackedCall
+from ..rules.builder_check import calls_carried, carries_every_call
 from ..wire import MODEL_ROLES, branch_shows
 
 __all__ = [
@@ -71,8 +73,11 @@ def calls_the_request_lacks(
     call without an id, so those count only when misplaced. A call whose
     ``adk-`` id ADK stripped from a Gemini request counts, whether ADK dropped
     it or kept it held open: the restore then finds the same contents plus its
-    placeholder, which the request pass would add anyway. O(open calls +
-    request parts); nothing is read when no call is open.
+    placeholder, which the request pass would add anyway. In an irregular
+    history, where a reused id can hide that a call is missing, a request that
+    lacks none of these is also checked for calls its model turns carry fewer
+    copies of than the history shows (`_cut_calls`). O(open calls + request
+    parts) otherwise; nothing is read when no call is open.
     """
     open_calls = ledger.open_calls
     if not open_calls:
@@ -98,12 +103,55 @@ def calls_the_request_lacks(
                 misplaced.add((call.id or None, call.name or ""))
             elif call.id:
                 sent_ids.add(call.id)
-    return [
+    lacking = [
         call
         for call in shown
         if (call.call_id or None, call.name) in misplaced
         or (call.call_id and call.call_id not in sent_ids)
     ]
+    if lacking or not ledger.irregular:
+        return lacking
+    return _cut_calls(ledger, events, contents, branch)
+
+
+def _cut_calls(
+    ledger: PairingLedger,
+    events: Sequence[Event],
+    contents: Sequence[types.Content],
+    branch: str | None,
+) -> list[TrackedCall]:
+    """The calls of an irregular history the request carries fewer copies of than it shows.
+
+    Where ids are reused, an older builder's walk back from a trailing result
+    can cut the history at an older call event with the same id (`WalksBack`),
+    or its pairing can drop a call event whose result it gave to another call
+    with the id: calls the ledger counts answered, or whose id another sent
+    call carries, are then absent; so is a call ADK's merge puts on the user
+    side, beside results, held open or not. A placeholder after an open call
+    changes the trailing event and the pairing, so the repaired build may show
+    them; the splice decides. Only irregular histories with an open call pay
+    this scan, O(calls).
+    """
+    sent: Counter[tuple[str | None, str]] = Counter()
+    for content in contents:
+        if content.role not in MODEL_ROLES:
+            continue
+        for part in content.parts or ():
+            call = part.function_call
+            if call is not None and call.id:
+                sent[(call.id, call.name or "")] += 1
+    shown: Counter[tuple[str | None, str]] = Counter()
+    found: list[TrackedCall] = []
+    for call in ledger.calls:
+        if call.call_id is None or call.withheld:
+            continue
+        if not branch_shows(branch, events[call.event_index].branch or None):
+            continue
+        key = (call.call_id, call.name)
+        shown[key] += 1
+        if shown[key] > sent[key]:
+            found.append(call)
+    return found
 
 
 def repaired_history(
@@ -161,6 +209,12 @@ def splice(
     the place is not certain and nothing is spliced.
     """
     if list(from_stored) == list(from_repaired):
+        return SpliceResult(Splice.NOTHING_TO_RESTORE)
+    brings_back = calls_carried(from_repaired) - calls_carried(from_stored)
+    if not brings_back and not carries_every_call(from_stored, from_repaired):
+        # The placeholders brought back no call (not even another copy of a
+        # reused id) and displaced an event whose calls the stored build
+        # showed: the stored build tells the model more.
         return SpliceResult(Splice.NOTHING_TO_RESTORE)
     inserted: list[tuple[int, types.Content]] = []
     matched = 0

@@ -56,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 
@@ -64,7 +65,7 @@ from google.genai import types
 
 from ..adk import anthropic_converter_installed, litellm_imported
 from ..adk.builder import contents_builder
-from ..wire import branches_shown_to
+from ..wire import MODEL_ROLES, branches_shown_to
 from .checks import violations_of
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading
 from .request_form import request_of_contents
@@ -141,35 +142,74 @@ def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
     )
 
 
+def calls_carried(contents: Sequence[types.Content]) -> Counter[tuple[str | None, str]]:
+    """The function calls of `contents`' model turns by id and name, with their copies.
+
+    A call ADK's merge left in a user-side content is not carried: no provider
+    takes it there, and the request pass drops it.
+    """
+    return Counter(
+        (part.function_call.id or None, part.function_call.name or "")
+        for content in contents
+        if content.role in MODEL_ROLES
+        for part in content.parts or ()
+        if part.function_call is not None
+    )
+
+
+def carries_every_call(stored: Sequence[types.Content], view: Sequence[types.Content]) -> bool:
+    """Whether contents ADK built from a view carry every call those from the store carry.
+
+    ADK's pairing of reused and id-less ids moves and drops whole events
+    (module docstring), so a placeholder can displace an event holding calls:
+    the model would no longer be told it made them, as the stored request
+    told it. A call missing from what ADK built cannot come back; the request
+    pass answers or removes what remains. By id and name: where one id is
+    reused for one function, ADK keeps one copy or another as its pairing
+    goes, and a view that brings back a call the store cut may keep another
+    copy of a call it still shows.
+    """
+    return calls_carried(stored).keys() <= calls_carried(view).keys()
+
+
+#: Which rules ADK's request keeps (`_verdicts`), and the calls it carries.
+Verdicts = tuple[tuple[bool, ...], frozenset[tuple[str | None, str]]]
+
+
 def _verdicts(
     build: Builder, events: Sequence[Event], agent: str, branch: str | None
-) -> tuple[bool, ...] | None:
+) -> Verdicts | None:
     """Which rules ADK's request for `agent` in `branch` keeps; None when the builder raises.
 
     One verdict per rule of `VIEW_RULES`, in its order (`rule_holds`), then
     whether the request holds any contents: ADK's older rearrangers can merge
     a history down to nothing, which keeps every rule and loses every turn.
+    With them, the calls the request carries (`carries_every_call`).
     """
     try:
         contents = build(list(events), agent, branch)
     except Exception:
         return None
-    return (*(rule_holds(rule, contents) for rule in VIEW_RULES), bool(contents))
+    rules = (*(rule_holds(rule, contents) for rule in VIEW_RULES), bool(contents))
+    return rules, frozenset(calls_carried(contents))
 
 
-def _worse(view: tuple[bool, ...] | None, stored: tuple[bool, ...] | None) -> bool:
+def _worse(view: Verdicts | None, stored: Verdicts | None) -> bool:
     if stored is None:
         return False
     if view is None:
         return True
-    return any(kept and not still for kept, still in zip(stored, view, strict=True))
+    (stored_rules, stored_calls), (view_rules, view_calls) = stored, view
+    if any(kept and not still for kept, still in zip(stored_rules, view_rules, strict=True)):
+        return True
+    return not stored_calls <= view_calls
 
 
 #: The provider rules a view is held to (`ProviderRule.view_checked`).
 VIEW_RULES = tuple(rule for rule in PROVIDER_RULES.values() if rule.view_checked)
 
 #: (agent, branch) -> the rules ADK's request from the stored events keeps (`_verdicts`).
-StoredVerdicts = dict[tuple[str, str | None], tuple[bool, ...] | None]
+StoredVerdicts = dict[tuple[str, str | None], Verdicts | None]
 
 
 def view_never_worse(
