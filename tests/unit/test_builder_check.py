@@ -389,3 +389,33 @@ def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stor
     repaired = repair_history(events, build_ledger(events), TEXTS)
     assert repaired.served_as_stored == (1, 4) and not repaired.slots
     assert repaired.events == events
+
+
+def test_a_view_never_pushes_a_tools_real_result_out_of_the_request() -> None:
+    """A reused id's placeholder must not cost the model a result the stored request shows.
+
+    Fuzz-found (seed 1313): the input request and the tool call share an id in
+    two branches, and one event answers both. ADK pairs results by id alone, so
+    a placeholder there can take the tool's real result out of the request
+    while every call stays in it, answered by the other function's result.
+    """
+    from adk_pairing.adk.builder import contents_builder
+    from adk_pairing.rules.builder_check import results_carried
+
+    events = [
+        model_event([call("ïd 1", "adk_request_input")], branch="fan"),
+        model_event([call("ïd 1", "fetch")], branch="fan.a"),
+        response_event(
+            [response("ïd 1", "fetch"), response("ïd 1", "adk_request_input")],
+            branch="fan",
+            invocation_id="inv-2",
+        ),
+    ]
+    view = repair_history(events, build_ledger(events), TEXTS).events
+    build = contents_builder()
+    for branch in (None, "fan", "fan.a"):
+        try:
+            stored_request = build(list(events), AGENT, branch)
+        except Exception:  # an older builder refuses the stored history: nothing to keep
+            continue
+        assert results_carried(stored_request) <= results_carried(build(view, AGENT, branch))

@@ -172,8 +172,28 @@ def carries_every_call(stored: Sequence[types.Content], view: Sequence[types.Con
     return calls_carried(stored).keys() <= calls_carried(view).keys()
 
 
-#: Which rules ADK's request keeps (`_verdicts`), and the calls it carries.
-Verdicts = tuple[tuple[bool, ...], frozenset[tuple[str | None, str]]]
+def results_carried(contents: Sequence[types.Content]) -> Counter[tuple[str | None, str]]:
+    """The function results of `contents` by id and name, with their copies, wherever ADK put them.
+
+    A view must not lose one the stored request carries: ADK pairs results by
+    id alone, so a placeholder for a reused id can push a tool's real result
+    out of the request, the call still there and answered by another
+    function's result (the model would never see what its tool returned).
+    Copies count: where one id answers several calls, ADK can keep one result
+    and drop the others.
+    """
+    return Counter(
+        (part.function_response.id or None, part.function_response.name or "")
+        for content in contents
+        for part in content.parts or ()
+        if part.function_response is not None
+    )
+
+
+#: Which rules ADK's request keeps (`_verdicts`), the calls and the results it carries.
+Verdicts = tuple[
+    tuple[bool, ...], frozenset[tuple[str | None, str]], Counter[tuple[str | None, str]]
+]
 
 
 def _verdicts(
@@ -184,14 +204,15 @@ def _verdicts(
     One verdict per rule of `VIEW_RULES`, in its order (`rule_holds`), then
     whether the request holds any contents: ADK's older rearrangers can merge
     a history down to nothing, which keeps every rule and loses every turn.
-    With them, the calls the request carries (`carries_every_call`).
+    With them, the calls the request carries (`carries_every_call`) and the
+    results (`results_carried`).
     """
     try:
         contents = build(list(events), agent, branch)
     except Exception:
         return None
     rules = (*(rule_holds(rule, contents) for rule in VIEW_RULES), bool(contents))
-    return rules, frozenset(calls_carried(contents))
+    return rules, frozenset(calls_carried(contents)), results_carried(contents)
 
 
 def _worse(view: Verdicts | None, stored: Verdicts | None) -> bool:
@@ -199,10 +220,13 @@ def _worse(view: Verdicts | None, stored: Verdicts | None) -> bool:
         return False
     if view is None:
         return True
-    (stored_rules, stored_calls), (view_rules, view_calls) = stored, view
+    (stored_rules, stored_calls, stored_results), (view_rules, view_calls, view_results) = (
+        stored,
+        view,
+    )
     if any(kept and not still for kept, still in zip(stored_rules, view_rules, strict=True)):
         return True
-    return not stored_calls <= view_calls
+    return not (stored_calls <= view_calls and stored_results <= view_results)
 
 
 #: The provider rules a view is held to (`ProviderRule.view_checked`).
