@@ -159,6 +159,10 @@ def calls_lost(
     return lost
 
 
+class RefusedBeforeThePlugin(Exception):
+    """ADK's contents processor raised on the session: the plugin's callback never ran."""
+
+
 async def request_contents(
     session: Session,
     session_service: BaseSessionService,
@@ -171,11 +175,17 @@ async def request_contents(
 
     The plugin runs as ADK runs it: ``before_model_callback`` with a real
     ``CallbackContext`` over the very ``InvocationContext`` the request was
-    built in.
+    built in. With a plugin, ADK's own refusal to build the request is raised
+    as `RefusedBeforeThePlugin`, so it is never taken for the plugin's.
     """
-    request, context = await build_session_request_async(
-        session, session_service, agent=agent_named(agent), branch=branch
-    )
+    try:
+        request, context = await build_session_request_async(
+            session, session_service, agent=agent_named(agent), branch=branch
+        )
+    except Exception as error:
+        if plugin is None:
+            raise
+        raise RefusedBeforeThePlugin(str(error)) from error
     if plugin is not None:
         await plugin.before_model_callback(
             callback_context=CallbackContext(context), llm_request=request
@@ -190,6 +200,11 @@ COUNTED = "calls that count"
 #: The key that counts requests whose calls could not be counted: ADK's builder
 #: refused the history even with every call answered.
 UNMEASURED = "requests not measured"
+#: The key that counts the calls of the plugin alone's requests that ADK's
+#: builder refused on the stored history (releases up to 2.10 raise on some
+#: malformed ones): request processors run before any model callback, so the
+#: plugin is never asked. Lost to the unwrapped setup, not to the plugin.
+BEFORE_THE_PLUGIN = "calls ADK refused before the plugin ran"
 
 
 def agents_of(history: Sequence[Event]) -> list[tuple[str, str | None]]:
@@ -204,7 +219,10 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
 
     Also how many calls count (`COUNTED`), summed over the same requests, and
     how many requests the oracle could not measure (`UNMEASURED`). A setup
-    whose request ADK's builder refuses loses every call that counts there.
+    whose request ADK's builder refuses loses every call that counts there,
+    but for the plugin alone on the stored history: those go to
+    `BEFORE_THE_PLUGIN` (the unwrapped setup loses them). Behind the view the
+    history is the decorator's, so a refusal there is lost to both.
 
     The history is appended event by event to an ``InMemorySessionService``,
     through the decorator (`PairingSessionService`); its stored events (read
@@ -226,7 +244,7 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
     view = await wrapped.get_session(**key)
     assert stored is not None and view is not None
     plugin = PairingPlugin()
-    lost = dict.fromkeys((*SETUPS, COUNTED, UNMEASURED), 0)
+    lost = dict.fromkeys((*SETUPS, COUNTED, UNMEASURED, BEFORE_THE_PLUGIN), 0)
     sessions = {
         SETUPS[0]: (stored, inner, None),
         SETUPS[1]: (view, wrapped, None),
@@ -245,6 +263,9 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
                 got = await request_contents(
                     session, service, plugin=with_plugin, agent=agent, branch=branch
                 )
+            except RefusedBeforeThePlugin:
+                lost[BEFORE_THE_PLUGIN if service is inner else setup] += counted
+                continue
             except Exception:  # no request at all: the model is told nothing
                 lost[setup] += counted
                 continue
@@ -272,5 +293,6 @@ class Tally:
         per_setup = ", ".join(f"{setup} {self.lost[setup]}" for setup in SETUPS)
         return (
             f"{self.histories} histories, {counted} calls that count "
-            f"({unmeasured} requests not measured); lost: {per_setup}"
+            f"({unmeasured} requests not measured; {self.lost[BEFORE_THE_PLUGIN]} "
+            f"refused by ADK before the plugin ran); lost: {per_setup}"
         )

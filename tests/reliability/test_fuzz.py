@@ -162,7 +162,7 @@ async def test_calls_lost_per_setup_over_fuzzed_and_interrupted_histories(
 
     The decorator alone must never lose a call the unwrapped request keeps;
     with the plugin the target is 0 (asserted in
-    tests/integration/test_calls_lost.py, xfail until issue 23's restore).
+    tests/integration/test_calls_lost.py).
     Figures measured by hand: benchmarks/RESULTS.md, "Calls lost, per setup".
     """
     worse = 0

@@ -10,22 +10,32 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+from google.adk.agents.callback_context import CallbackContext
 from google.adk.events.event import Event
+from google.adk.models.llm_request import LlmRequest
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService
 from adk_pairing.repair import repaired_events
+from tests import calls_lost as oracle
 from tests.calls_lost import (
+    BEFORE_THE_PLUGIN,
+    COUNTED,
+    SETUPS,
     SentCall,
     calls_lost,
     calls_that_count,
+    lost_per_setup,
     request_contents,
     sent_calls,
 )
 
 from .events import call, model_event, response, response_event, user_text
 from .test_properties import adk_request_contents
+
+UNWRAPPED, DECORATOR, PLUGIN, BOTH = SETUPS
 
 
 def _interrupted() -> list[Event]:
@@ -122,3 +132,51 @@ def test_the_plugin_runs_on_the_request_adk_built_for_a_real_session() -> None:
         return len(by_view), len(both)
 
     assert asyncio.run(measure()) == (0, 0)
+
+
+def _an_id_less_result_beside_the_last_call() -> list[Event]:
+    """From the malformed fuzz: the last event holds a result no call has, beside a call."""
+    return [model_event([call("c1")]), model_event([response(None), call("c2", "fetch")])]
+
+
+def _adk_refuses(history: list[Event]) -> bool:
+    try:
+        adk_request_contents(history)
+    except ValueError:  # up to 2.10: "No function call event found for function responses"
+        return True
+    return False
+
+
+def test_a_request_adk_refuses_before_the_plugin_runs_is_not_the_plugins_loss() -> None:
+    history = _an_id_less_result_beside_the_last_call()
+    lost = asyncio.run(lost_per_setup(history))
+    assert lost[PLUGIN] == lost[BOTH] == lost[DECORATOR] == 0
+    if _adk_refuses(history):
+        # Still lost, to the store: no request is sent without the decorator.
+        assert lost[UNWRAPPED] == lost[BEFORE_THE_PLUGIN] == lost[COUNTED] == 1
+    else:
+        assert lost[BEFORE_THE_PLUGIN] == 0
+
+
+class _DoesNothing(PairingPlugin):
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
+        return None
+
+
+class _Raises(PairingPlugin):
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
+        raise ValueError("the plugin's own failure")
+
+
+@pytest.mark.parametrize("plugin", [_DoesNothing, _Raises])
+def test_the_plugin_alone_is_charged_for_what_its_own_request_loses(
+    plugin: type[PairingPlugin], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(oracle, "PairingPlugin", plugin)
+    lost = asyncio.run(lost_per_setup(_interrupted()))
+    assert lost[PLUGIN] == lost[UNWRAPPED] == 1
+    assert lost[BEFORE_THE_PLUGIN] == 0
