@@ -136,6 +136,10 @@ class IrregularShape(enum.StrEnum):
     #: Older builders only (google-adk <= 2.10): results right after a call
     #: event of another branch that shares one of their ids.
     RESULT_AFTER_ANOTHER_BRANCHS_CALLS = "result_after_another_branchs_calls"
+    #: Older builders only (google-adk <= 2.6): a call reusing the id of a
+    #: response its branch is not shown; an agent above both branches is shown
+    #: that response's id answered by whatever response with it comes last.
+    CALL_ID_ANSWERED_OUT_OF_SIGHT = "call_id_answered_out_of_sight"
 
 
 def is_model_role(role: str | None) -> bool:

@@ -17,7 +17,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing import builder_check, is_synthetic
-from adk_pairing.adk.builder import NEWEST_BUILDER
+from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
 from adk_pairing.analysis import analyze, build_ledger
 from adk_pairing.builder_check import (
     rule_holds,
@@ -27,6 +27,7 @@ from adk_pairing.checks import (
     anthropic_pairing_violations,
     anthropic_request,
     anthropic_violations,
+    violations_of,
 )
 from adk_pairing.placeholders import PlaceholderTexts
 from adk_pairing.provider_rules import (
@@ -303,6 +304,48 @@ def test_two_calls_sharing_a_non_ascii_id_are_one_tool_use_id_twice_on_the_wire(
     assert pairing_holds(contents)  # every tool_use is answered...
     assert not unique_call_ids_on_the_wire(contents)  # ...but one id is used twice
     assert not anthropic_holds(contents)
+
+
+def _reused_id_answered_out_of_the_calls_sight() -> list[Event]:
+    """A call reusing an id whose response sits in a branch the call's is not shown.
+
+    The later call event's placeholders, one event, are the last response
+    with that id: a builder that pairs by the last response puts them after
+    the earlier call too, for an agent above both branches (the fuzz run's
+    history, reduced).
+    """
+    return [
+        model_event([call("x")]),
+        response_event([response("x")], branch="fan.a"),
+        model_event([call("c1", "fetch"), call("x"), call("c2")], branch="fan"),
+    ]
+
+
+def test_an_id_answered_out_of_sight_is_irregular_where_the_last_response_pairs() -> None:
+    events = _reused_id_answered_out_of_the_calls_sight()
+    pairs_by_last_response = BuilderTraits(
+        history_pairs_by_last_response=True, latest_response_walks_back=True
+    )
+    assert (
+        IrregularShape.CALL_ID_ANSWERED_OUT_OF_SIGHT
+        in build_ledger(events, traits=pairs_by_last_response).shapes
+    )
+    assert not build_ledger(events, traits=NEWEST_BUILDER).irregular
+
+
+def test_a_reused_id_answered_out_of_the_calls_sight_never_breaks_openais_rule() -> None:
+    """ADK's LiteLlm answers the calls the stored request leaves open (from 1.39.1), so
+    that request keeps OpenAI's rule; the view's must too, for every agent."""
+    pytest.importorskip("litellm")  # the view is held to OpenAI's rule once it is imported
+    from google.adk.flows.llm_flows.contents import _get_contents
+
+    events = _reused_id_answered_out_of_the_calls_sight()
+    view = repair_history(events, build_ledger(events), TEXTS).events
+    for branch in (None, "fan"):
+        stored_request = _get_contents(branch, list(events), AGENT)
+        if not violations_of("openai_chat", stored_request):
+            view_request = _get_contents(branch, list(view), AGENT)
+            assert not violations_of("openai_chat", view_request), branch
 
 
 def test_proving_adds_nothing_to_adks_logs_and_leaves_them_on_otherwise(

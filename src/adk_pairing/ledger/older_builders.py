@@ -10,7 +10,10 @@ none. docs/compatibility.md gives the releases and ADK's lines for each.
   *every* call with that id. There, a response answers every call with its id,
   earlier or later: a placeholder for a call whose id some response carries
   would only replace that response, including after an earlier call it really
-  answers.
+  answers. A call whose id only a response out of its branch's sight carries
+  stays open in its branch, but an agent above both branches is shown that
+  response after both calls: the history is irregular there, and ADK's
+  builder decides (`IrregularShape.CALL_ID_ANSWERED_OUT_OF_SIGHT`).
 * `WalksBack`: the builder walks back through the history from a trailing
   response event that does not directly follow its call event, and raises (or
   truncates) when an older call event reuses one of the found event's ids.
@@ -410,6 +413,13 @@ class PairsByLastResponse(OlderBuilder):
             # this call too: a placeholder would only displace it.
             ledger.answered_as_it_opens(call)
             return True
+        if call_id in self._answered_ids:
+            # A response with this id sits in a branch this call's is not
+            # shown. An agent above both is shown them all, and the builder
+            # puts the last response with the id, a placeholder for this call
+            # with its siblings, after the earlier call too: only ADK's
+            # builder can say whether that request still keeps the rules.
+            ledger.shapes.add(IrregularShape.CALL_ID_ANSWERED_OUT_OF_SIGHT)
         self._open_by_id.setdefault(call_id, []).append(call)
         opened[call.part_index] = call
         return True
