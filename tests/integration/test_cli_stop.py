@@ -252,7 +252,14 @@ def test_a_signal_in_a_pipe_stops_the_scan_with_a_partial_summary(
     big_store: BigStore, signal_number: int, code: int, reader: str
 ) -> None:
     """The first broken session streamed means the scan is reading; then the signal."""
-    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", "--reader", reader)
+    _signalled_in_a_pipe(big_store, signal_number, code, "--reader", reader)
+
+
+def _signalled_in_a_pipe(
+    big_store: BigStore, signal_number: int, code: int, *args: str
+) -> list[dict[str, object]]:
+    """Signals a ``--json-lines`` scan once it streams; checks the partial summary; its lines."""
+    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", *args)
     try:
         stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
         process.send_signal(signal_number)
@@ -264,8 +271,9 @@ def test_a_signal_in_a_pipe_stops_the_scan_with_a_partial_summary(
     assert exit_code == code, errors
     summary = lines[-1]
     assert summary["type"] == "summary" and summary["partial"] is True, summary
-    assert summary["sessions_scanned"] < big_store.sessions
+    assert summary["sessions_scanned"] < big_store.sessions  # type: ignore[operator]
     assert errors.count("\n") == 1 and signal.Signals(signal_number).name in errors, errors
+    return lines
 
 
 def test_a_second_signal_exits_at_once(big_store: BigStore) -> None:
@@ -335,23 +343,10 @@ def test_jobs_stop_on_a_sigterm_to_the_parent_in_a_pipe(big_store: BigStore) -> 
 
     (SIGINT to the parent alone is the next test's first signal.)
     """
-    signal_number, code = signal.SIGTERM, 143
-    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", *JOBS)
-    try:
-        stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
-        process.send_signal(signal_number)
-        exit_code, _ = _ended(process, stdout, stderr)
-    finally:
-        process.kill()
-    lines = [json.loads(line) for line in stdout.drain().splitlines()]
-    errors = stderr.drain()
-    assert exit_code == code, errors
+    lines = _signalled_in_a_pipe(big_store, signal.SIGTERM, 143, *JOBS)
     summary = lines[-1]
-    assert summary["type"] == "summary" and summary["partial"] is True, summary
-    assert summary["sessions_scanned"] < big_store.sessions
     streamed = sum(1 for line in lines if line["type"] == "session")
     assert streamed == summary["sessions_with_missing"], summary
-    assert errors.count("\n") == 1 and signal.Signals(signal_number).name in errors, errors
 
 
 @pytest.mark.version_independent

@@ -367,10 +367,7 @@ def scan(
                 if not stop.requested:
                     raise
                 # Stopped while the store was being opened: nothing was read.
-                raise CliError(
-                    f"interrupted by {stop.signal_name} before any session was read",
-                    exit_code=stop.exit_code,
-                ) from None
+                raise stop.nothing_read() from None
 
     async def scan_until_stopped() -> ScanResult:
         options = make_options()

@@ -112,10 +112,7 @@ def scan_in_jobs(
             except asyncio.CancelledError:
                 if not stop.requested:
                     raise
-                raise CliError(
-                    f"interrupted by {stop.signal_name} before any session was read",
-                    exit_code=stop.exit_code,
-                ) from None
+                raise stop.nothing_read() from None
         return options
 
     options = run(preflight(), uri=uri, debug=debug)
@@ -155,10 +152,7 @@ def scan_in_jobs(
         )
     reports = [w.report for w in workers if w.report is not None]
     if not reports:
-        raise CliError(
-            f"interrupted by {stop.signal_name} before any session was read",
-            exit_code=stop.exit_code,
-        )
+        raise stop.nothing_read()
     result = sum_reports(reports)
     result.shard = None if options.shard is None else str(options.shard)
     result.partial = result.partial or any(w.early for w in workers)

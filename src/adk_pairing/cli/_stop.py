@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
+from ._common import CliError
+
 #: The signals that stop a scan.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -47,6 +49,13 @@ class StopRequest:
     def exit_code(self) -> int:
         """128 + the signal's number, as a shell reports a process it stopped."""
         return 128 + (self.signal_number or signal.SIGINT)
+
+    def nothing_read(self) -> CliError:
+        """The error for a stop that came before any session was read (no counts to print)."""
+        return CliError(
+            f"interrupted by {self.signal_name} before any session was read",
+            exit_code=self.exit_code,
+        )
 
     @contextlib.contextmanager
     def guarding(self, task: asyncio.Task[object]) -> Iterator[None]:
