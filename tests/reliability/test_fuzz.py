@@ -41,6 +41,7 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
+import pytest
 from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 
@@ -115,6 +116,9 @@ async def _check_history(events: list[Event], prime_at: int) -> list[str]:
     return found
 
 
+# On every release: each release's builder pairs differently, and the view is checked
+# with the installed one (a worse view on 2.6.2 and 1.39.1 alone was found this way).
+@pytest.mark.every_release
 async def test_fuzzed_histories_never_raise_agree_on_one_view_and_never_break_a_request(
     figures: Callable[[str], None],
 ) -> None:
