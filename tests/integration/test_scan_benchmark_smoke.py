@@ -66,7 +66,7 @@ def test_scan_benchmark_reports_every_ratio_and_drops_its_databases(tmp_path: Pa
          "--sessions", "30", "--events", "6", "--sqlite-sessions", "20",
          "--big-sessions", "45", "--big-events", "5", "--issue-sessions", "40",
          "--issue-events", "6", "--million-sessions", "50", "--million-events", "5",
-         "--million-sample", "3", "--json", str(out)],
+         "--million-sample", "3", "--scan-jobs", "1", "2", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     leftovers = asyncio.run(_databases_like(database))
@@ -93,7 +93,10 @@ def test_scan_benchmark_reports_every_ratio_and_drops_its_databases(tmp_path: Pa
         assert share["sessions"] == 40
         for name in ("wall_ratio", "cpu_ratio", "scanning_vs_floor", "wall_vs_floor"):
             assert _finite_positive(share[name]), (name, share[name])
-        assert set(share["load_average"]) == {"floor", "scan", "loop", "end"}
+        assert set(share["load_average"]) == {"floor", "scan", "scan --jobs 2", "loop", "end"}
+        by_jobs = share["scanning_vs_floor_by_jobs"]
+        assert set(by_jobs) == {"1", "2"}
+        assert all(_finite_positive(r) for rs in by_jobs.values() for r in rs), by_jobs
     large = figures["million"]
     assert large["sessions"] == 50 and large["loop_how"].startswith("projected from shard 0/3")
     assert _finite_positive(large["wall_ratio"]) and _finite_positive(large["cpu_ratio"])
