@@ -282,9 +282,18 @@ def test_a_second_signal_exits_at_once(big_store: BigStore) -> None:
     Which of the two happens depends on timing; either way the code is 130
     and the whole store is not read.
     """
-    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines")
+    _two_sigints_in_a_pipe(big_store)
+
+
+def _two_sigints_in_a_pipe(big_store: BigStore, *args: str) -> list[int]:
+    """Two SIGINTs to a streaming scan: exit 130, partial if the first stop finished; its children.
+
+    The children are read once the scan streams, before either signal.
+    """
+    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", *args)
     try:
         stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
+        children = _children(process.pid)
         process.send_signal(signal.SIGINT)
         # Apart, so that the interpreter sees two signals and not one pending flag.
         time.sleep(0.1)
@@ -297,6 +306,7 @@ def test_a_second_signal_exits_at_once(big_store: BigStore) -> None:
     if "stopped at once by a second SIGINT" not in errors:
         summary = json.loads(streamed.splitlines()[-1])
         assert summary["partial"] is True and summary["sessions_scanned"] < big_store.sessions
+    return children
 
 
 def test_a_whole_scan_of_the_store_is_not_partial(big_store: BigStore) -> None:
@@ -351,22 +361,8 @@ def test_jobs_stop_on_a_sigterm_to_the_parent_in_a_pipe(big_store: BigStore) -> 
 
 @pytest.mark.version_independent
 def test_jobs_a_second_signal_exits_at_once_and_takes_the_workers(big_store: BigStore) -> None:
-    process, stdout, stderr = _in_pipe(big_store.uri, "--json-lines", *JOBS)
-    try:
-        stdout.wait_for(b'"type": "session"', process, STOP_BOUND)
-        workers = _children(process.pid)
-        assert len(workers) == 2, workers
-        process.send_signal(signal.SIGINT)
-        time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        code, _ = _ended(process, stdout, stderr)
-    finally:
-        process.kill()
-    streamed, errors = stdout.drain(), stderr.drain()
-    assert code == 130, errors
-    if "stopped at once by a second SIGINT" not in errors:
-        summary = json.loads(streamed.splitlines()[-1])
-        assert summary["partial"] is True and summary["sessions_scanned"] < big_store.sessions
+    workers = _two_sigints_in_a_pipe(big_store, *JOBS)
+    assert len(workers) == 2, workers
     deadline = time.monotonic() + 10
     while any(Path(f"/proc/{pid}").exists() for pid in workers):
         assert time.monotonic() < deadline, f"workers {workers} outlived the scan"
