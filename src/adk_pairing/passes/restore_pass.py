@@ -132,14 +132,7 @@ def _cut_calls(
     them; the splice decides. Only irregular histories with an open call pay
     this scan, O(calls).
     """
-    sent: Counter[tuple[str | None, str]] = Counter()
-    for content in contents:
-        if content.role not in MODEL_ROLES:
-            continue
-        for part in content.parts or ():
-            call = part.function_call
-            if call is not None and call.id:
-                sent[(call.id, call.name or "")] += 1
+    sent = calls_carried(contents)
     shown: Counter[tuple[str | None, str]] = Counter()
     found: list[TrackedCall] = []
     for call in ledger.calls:
