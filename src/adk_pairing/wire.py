@@ -188,9 +188,12 @@ def never_sent_as_a_call(part: types.Part) -> bool:
     (a signed thought only where it sends one as thinking,
     `converter_sends_signed_thoughts`).
     """
-    return bool(
-        part.text or (part.thought and part.thought_signature and converter_sends_signed_thoughts())
-    )
+    # Branches, not one bool(...): the request pass asks this of every call and result.
+    if part.text:
+        return True
+    if not part.thought:
+        return False
+    return bool(part.thought_signature) and converter_sends_signed_thoughts()
 
 
 @functools.cache
@@ -231,9 +234,7 @@ def is_mixed(part: types.Part) -> bool:
         return False
     if call is not None and response is not None:
         return True
-    if part.text:
-        return True
-    return bool(part.thought and part.thought_signature) and converter_sends_signed_thoughts()
+    return never_sent_as_a_call(part)
 
 
 def builder_leaves_out(

@@ -407,9 +407,9 @@ def test_only_the_rules_module_reads_the_providers_messages() -> None:
 
 
 def test_a_restated_provider_rule_is_caught() -> None:
-    """The check can fail: a module defining `anthropic_pairing` (or `_answers_in_place`)."""
+    """The check can fail: a module defining `anthropic_pairing` (or `_faulty_segments`)."""
     functions = {name.lstrip("_") for name in _provider_rule_functions()}
-    for spelling in ("def anthropic_pairing(request): ...", "def _answers_in_place(p, a): ..."):
+    for spelling in ("def anthropic_pairing(request): ...", "def _faulty_segments(c, f): ..."):
         [node] = ast.parse(spelling).body
         assert isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in functions
 

@@ -15,8 +15,8 @@ from adk_pairing.checks import anthropic_request
 from adk_pairing.provider_rules import (
     PROVIDER_RULES,
     Reading,
-    answers_in_place,
     anthropic_pairing,
+    faulty_segments,
     refused_when_paired_by_id,
     request_of_contents,
     starts_a_model_turn,
@@ -146,9 +146,46 @@ def test_strict_alternation_reads_the_turns_before_merging() -> None:
     ]
 
 
-def test_answers_in_place_wants_each_answer_in_its_calls_position() -> None:
-    calls = [types.FunctionCall(name="a", id="c1"), types.FunctionCall(name="b")]
-    assert answers_in_place([response("a", "c1"), response("b"), text("ok")], calls)
-    assert not answers_in_place([response("b"), response("a", "c1")], calls)
-    assert not answers_in_place([response("a", "c1"), response("b", "c2")], calls)
-    assert not answers_in_place([response("a", "c1"), response("b"), response("b")], calls)
+def test_faulty_segments_want_each_answer_in_its_calls_position() -> None:
+    def faults(*answer: types.Part) -> list[range]:
+        contents = [
+            user(text("go")),
+            model(call("a", "c1"), call("b")),
+            user(*answer),
+            model(text("done")),
+        ]
+        return faulty_segments(contents, fill=False)
+
+    assert faults(response("a", "c1"), response("b"), text("ok")) == []
+    for wrong in (
+        [response("b"), response("a", "c1")],  # out of call order
+        [response("a", "c1"), response("b", "c2")],  # an id the call does not have
+        [response("a", "c1"), response("b"), response("b")],  # one result too many
+        [response("a", "c1")],  # one too few
+        [
+            response("a", "c1"),
+            types.Part(text="x", function_response=response("b").function_response),
+        ],
+        [response("a", "c1"), response("b"), call("c")],  # a call on the user's side
+    ):
+        assert faults(*wrong) == [range(1, 3)], wrong
+
+
+def test_faulty_segments_find_each_faulty_segment_and_only_those() -> None:
+    healthy_turn = [user(text("q")), model(call("a", "c1")), user(response("a", "c1"))]
+    contents = [
+        *healthy_turn,
+        model(call("a", "c2")),  # 3..5: unanswered (user text follows)
+        user(text("next")),
+        model(call("a", "c1")),  # 5..7: reuses c1
+        user(response("a", "c1")),
+        model(text("fine")),  # 7..9: holds
+        user(text("more")),
+        model(text("ok")),
+        model(text("again")),  # 9..11: two model contents in a row
+    ]
+    assert faulty_segments(contents, fill=False) == [range(3, 5), range(5, 7), range(9, 11)]
+    # With `fill`, an id-less call is a fault for the providers that pair by id.
+    idless = [user(text("q")), model(call("a")), user(response("a"))]
+    assert faulty_segments(idless, fill=False) == []
+    assert faulty_segments(idless, fill=True) == [range(1, 3)]

@@ -95,7 +95,7 @@ from ..core.placeholders import OPENING_NOTE_TEXT, PlaceholderTexts
 from ..wire import MODEL_ROLES, never_sent_as_a_call
 from .request_records import QUIET_RULES, ContentRepair, ContentRule, RepairedContents
 from .request_rewrite import FILLED_ID_PREFIX, repair_segments
-from .request_scan import scan
+from .request_scan import faulty_segments, segments_around
 
 __all__ = [
     "FILLED_ID_PREFIX",
@@ -134,10 +134,11 @@ def repair_contents(
       The same list object when it already keeps the guarantee; otherwise new
       contents (unchanged contents are reused as they are) and the repairs.
     """
-    segments = scan(contents, fill_missing_ids)
-    if all(segment.holds for segment in segments):
+    faults = faulty_segments(contents, fill_missing_ids)
+    if not faults:
         repaired = RepairedContents(contents)
     else:
+        segments = segments_around(contents, faults)
         repaired = repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
     return _opened_by_the_user(repaired)
 

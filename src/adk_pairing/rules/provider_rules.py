@@ -52,7 +52,7 @@ from typing import Any
 
 from google.genai import types
 
-from ..wire import ANTHROPIC_FALLBACK_PREFIX, Block, is_mixed
+from ..wire import ANTHROPIC_FALLBACK_PREFIX, MODEL_ROLES, Block, never_sent_as_a_call
 from .request_form import (
     PositionalIds,
     Turn,
@@ -74,10 +74,10 @@ __all__ = [
     "Turn",
     "WireBlock",
     "WireRequest",
-    "answers_in_place",
     "anthropic",
     "anthropic_pairing",
     "call_ids_as_sent",
+    "faulty_segments",
     "field_of",
     "gemini",
     "ids_merged_on_the_wire",
@@ -346,39 +346,110 @@ def _match_in_call_order(
 # -- the request pass's per-turn and per-id tests --------------------------------
 
 
-def answers_in_place(parts: Sequence[types.Part], awaiting: Sequence[types.FunctionCall]) -> bool:
-    """Whether a user-side content's parts are the answers to `awaiting`, in order, then no more.
+def faulty_segments(contents: Sequence[types.Content], fill: bool) -> list[range]:
+    """The segments of `contents` that break the request pass's guarantee; empty when kept.
 
-    The request pass's test of one user turn (its guarantee, rules 1 and 2):
-    each call answered by the leading result in its position, under its name,
-    by its id (or id-less for an id-less call), each result whole (not
-    `wire.is_mixed`); no call, and no other result, after them. It implies
-    the ``anthropic`` and ``gemini`` rules for that turn.
+    A segment runs from a model content that follows a user-side one
+    (`request_form.starts_a_model_turn`) to the next. It holds when the
+    request pass's rules 1 to 4 hold in it: roles alternate; every call of a
+    model content is answered by the leading results of the user-side content
+    right after it, each in its call's position, under its name, by its id
+    (or id-less for an id-less call), and no other result follows; no part is
+    mixed (`wire.is_mixed`); no call id was seen earlier in the request; and,
+    with `fill`, no id is one a provider that pairs by id refuses
+    (`refused_when_paired_by_id`). A segment that holds implies the
+    ``anthropic`` and ``gemini`` rules there.
+
+    The check is positional: in a segment that holds, the ledger's
+    attribution pairs each result with the call in the same position, so
+    nothing there needs attributing. This loop is all a healthy request costs
+    the plugin, so its state lives in locals and it reads each field once
+    (every read of a genai model's field goes through pydantic's attribute
+    hook; benchmarks/RESULTS.md, "Request pass").
     """
-    expected = len(awaiting)
-    if len(parts) < expected:
-        return False
-    position = -1
-    for part in parts:
-        position += 1
-        if part.function_call is not None:
-            return False
-        response = part.function_response
-        if position >= expected:
-            if response is not None:
-                return False
+    faults: list[range] = []
+    seen_ids: set[str] = set()
+    segment_start = 0
+    holds = True
+    # The calls of the model content just read: the next content must answer them.
+    awaiting: list[types.FunctionCall] = []
+    previous_is_model: bool | None = None
+    for index, content in enumerate(contents):
+        parts = content.parts
+        if content.role in MODEL_ROLES:
+            if starts_a_model_turn(True, previous_is_model):
+                if not holds or awaiting:
+                    faults.append(range(segment_start, index))
+                segment_start, holds, awaiting = index, True, []
+            elif previous_is_model:
+                holds = False  # two model contents in a row
+            previous_is_model = True
+            if not parts:
+                holds = False
+                continue
+            if awaiting:  # the model content before left its calls unanswered
+                holds = False
+                awaiting = []
+            for part in parts:
+                call = part.function_call
+                if call is None:
+                    if part.function_response is not None:
+                        holds = False
+                    continue
+                if part.function_response is not None or never_sent_as_a_call(part):
+                    holds = False  # mixed
+                call_id = call.id
+                if call_id:
+                    if call_id in seen_ids:
+                        holds = False
+                    seen_ids.add(call_id)
+                if fill and refused_when_paired_by_id(call_id):
+                    holds = False
+                awaiting.append(call)
             continue
-        if response is None or is_mixed(part):
-            return False
-        call = awaiting[position]
-        if (response.name or "") != (call.name or ""):
-            return False
-        if call.id:
-            if response.id != call.id:
-                return False
-        elif response.id:
-            return False
-    return True
+        if previous_is_model is False:
+            holds = False  # two user-side contents in a row
+        previous_is_model = False
+        if not parts:
+            holds = False
+        elif holds:
+            # Answered in place: each leading part the result of the call in
+            # its position, then no call and no other result.
+            expected = len(awaiting)
+            answered = 0
+            for part in parts:
+                if part.function_call is not None:
+                    holds = False
+                    break
+                response = part.function_response
+                if answered == expected:
+                    if response is not None:
+                        holds = False
+                        break
+                    continue
+                # A result and no call: mixed only beside what is sent instead.
+                if response is None or never_sent_as_a_call(part):
+                    holds = False
+                    break
+                call = awaiting[answered]
+                answered += 1
+                if (response.name or "") != (call.name or ""):
+                    holds = False
+                    break
+                call_id = call.id
+                if call_id:
+                    if response.id != call_id:
+                        holds = False
+                        break
+                elif response.id:
+                    holds = False
+                    break
+            else:
+                holds = answered == expected
+        awaiting = []
+    if not holds or awaiting:
+        faults.append(range(segment_start, len(contents)))
+    return faults
 
 
 # -- the registry ----------------------------------------------------------------
