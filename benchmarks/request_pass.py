@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.llm_agent import LlmAgent
@@ -83,11 +82,13 @@ def _request_builder(session: Session, service: PairingSessionService) -> Callab
     context = runner._new_invocation_context(session, new_message=message, run_config=RunConfig())
     flow = agent._llm_flow
 
-    async def build() -> tuple[LlmRequest, Any]:
+    async def build() -> tuple[LlmRequest, CallbackContext]:
         request = LlmRequest()
         async for _ in flow._preprocess_async(context, request):
             pass
-        return request, context
+        # ADK makes the callback context before the model callbacks run,
+        # whether or not there is a plugin: it is part of its own building.
+        return request, CallbackContext(context)
 
     return build
 
@@ -107,10 +108,10 @@ async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row
         for health in (*HEALTHS, "dropped"):
             session, service = await _session(size, health)
             build = _request_builder(session, service)
-            request, context = await build()
+            request, callback_context = await build()
             contents = request.contents
             await plugin.before_model_callback(
-                callback_context=CallbackContext(context), llm_request=request
+                callback_context=callback_context, llm_request=request
             )
             where = f"request {size} {health}"
             if health == "healthy" and request.contents is not contents:
@@ -127,10 +128,10 @@ async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row
             async def build_and_pass(
                 index: int, build: Callable = build, own_cpu: dict[int, int] = own_cpu
             ) -> None:
-                request, context = await build()
+                request, callback_context = await build()
                 start = time.thread_time_ns()
                 await plugin.before_model_callback(
-                    callback_context=CallbackContext(context), llm_request=request
+                    callback_context=callback_context, llm_request=request
                 )
                 own_cpu[index] = time.thread_time_ns() - start
 
