@@ -23,6 +23,10 @@ Two requests per size:
   contents processor, the splice and the request pass (the restore path).
   Before 2.10 ADK keeps the calls, and this is the repair path again.
 
+For the healthy request, the *walk floor*: the thread CPU time merely to read
+every content's role and every part's call and result once, right after ADK's
+building (`_walk_floor`). No check of the request can cost less.
+
 Before anything is timed, each request is checked: the healthy one must come
 back as the same list object, the broken and dropped ones must be changed and
 satisfy the rules, and the dropped one must carry every call of the history.
@@ -31,6 +35,7 @@ A plugin that silently stopped checking would otherwise look free.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 
@@ -91,6 +96,34 @@ def _request_builder(session: Session, service: PairingSessionService) -> Callab
         return request, CallbackContext(context)
 
     return build
+
+
+def _walk(contents: list[types.Content]) -> None:
+    for content in contents:
+        _ = content.role
+        for part in content.parts or ():
+            _ = part.function_call, part.function_response
+
+
+async def _walk_floor(build: Callable, repeats: int = 15) -> float:
+    """Median thread CPU ns to merely read every content's role and every part's call and result.
+
+    Any check of the request has to look at every call and result, so this is a
+    lower bound on what the plugin can add. It is measured right after ADK's
+    building, as the plugin sees the request: freshly copied contents, partly
+    out of the CPU caches.
+    """
+    times: list[int] = []
+    for _ in range(repeats):
+        request, _context = await build()
+        gc.disable()
+        try:
+            start = time.thread_time_ns()
+            _walk(request.contents)
+            times.append(time.thread_time_ns() - start)
+        finally:
+            gc.enable()
+    return sorted(times)[len(times) // 2]
 
 
 def _calls(contents: list[types.Content]) -> int:
@@ -162,6 +195,8 @@ async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row
             cpu = sorted(own_cpu[i] for i in comparison.indices)
             row["own_cpu_ns"] = float(cpu[len(cpu) // 2])
             row["cpu_ratio"] = 1 + row["own_cpu_ns"] / row["unwrapped_ns"]
+            if health == "healthy":
+                row["walk_ns"] = await _walk_floor(build)
             rows.append(row)
             progress("request", row)
     return rows
