@@ -755,3 +755,53 @@ def test_a_row_adk_rejects_in_a_healthy_session_is_readable_by_default_and_not_u
     assert fast["healthy_sessions"] == strict["healthy_sessions"] + 1
     # Every finding is the same in both modes: findings are always confirmed.
     assert _summary(strict)["findings"] == _summary(fast)["findings"] == _summary(slow)["findings"]
+
+
+@pytest.mark.parametrize(
+    "kind", ["db-sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+@pytest.mark.parametrize("frozen_before", [False, True], ids=["thawed", "frozen-before"])
+def test_a_direct_read_keeps_start_up_out_of_the_collector_and_thaws_only_its_own(
+    kind: str, frozen_before: bool, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """While the direct reader reads, what existed before is frozen (`gc.freeze`).
+
+    Afterwards the collector is as it was: thawed, unless the caller had
+    frozen objects itself, whose choice stands. The counts are the loop's.
+    """
+    import gc
+
+    from adk_pairing.cli._scan import Hooks, ReaderChoice, ScanOptions, scan_store
+    from adk_pairing.cli._store import open_read_only
+
+    if kind == "db-sqlite":
+        seeded = _db_sqlite_store(tmp_path)
+    else:
+        require_server("PostgreSQL", "127.0.0.1", 5432)
+        seeded = _postgres_store(request.getfixturevalue("postgres_url"))
+    frozen_while_reading: list[int] = []
+
+    async def run(reader: ReaderChoice) -> Any:
+        store = open_read_only(seeded.uri)
+        hooks = Hooks(on_session_done=lambda: frozen_while_reading.append(gc.get_freeze_count()))
+        try:
+            return await scan_store(store, ScanOptions(apps=seeded.apps, reader=reader), hooks)
+        finally:
+            await store.close()
+
+    gc.unfreeze()
+    if frozen_before:
+        gc.freeze()
+    held = gc.get_freeze_count()
+    try:
+        direct = asyncio.run(run(ReaderChoice.DIRECT))
+        assert frozen_while_reading and min(frozen_while_reading) > held
+        if frozen_before:
+            assert gc.get_freeze_count() > held  # still frozen, the read's start-up too
+        else:
+            assert gc.get_freeze_count() == 0
+        loop = asyncio.run(run(ReaderChoice.GET_SESSION))
+    finally:
+        gc.unfreeze()
+    for counted in ("sessions_scanned", "healthy_sessions", "missing_calls", "pending_calls"):
+        assert getattr(direct, counted) == getattr(loop, counted), counted

@@ -34,9 +34,10 @@ import asyncio
 import contextlib
 import dataclasses
 import enum
+import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -369,13 +370,34 @@ async def _scan_direct(
     )
     # Closed on every exit, so a stop ends the reader's queries and connections now.
     async with contextlib.aclosing(items):
-        async for item in items:
-            _take(item, result, hooks, uri, now)
-            if stop.requested:
-                # A reader that never suspends (sqlite3) is not reached by the
-                # cancellation; it stops here, after the session it read.
-                result.partial = True
-                return
+        with start_up_frozen():
+            async for item in items:
+                _take(item, result, hooks, uri, now)
+                if stop.requested:
+                    # A reader that never suspends (sqlite3) is not reached by the
+                    # cancellation; it stops here, after the session it read.
+                    result.partial = True
+                    return
+
+
+@contextlib.contextmanager
+def start_up_frozen() -> Iterator[None]:
+    """Every object that exists now kept out of the cyclic collector's walks, meanwhile.
+
+    A batch's objects survive long enough to reach the oldest generation, so
+    the collector's full collections come often during a direct read, and
+    each one would walk everything start-up made (ADK's modules and models,
+    the drivers). Those live as long as the process: ``gc.freeze`` leaves them
+    out. Thawed at the end unless something froze objects before (a server
+    that froze its own before forking keeps its choice).
+    """
+    thawed = gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if thawed:
+            gc.unfreeze()
 
 
 def _take(item: ReadItem, result: ScanResult, hooks: Hooks, uri: str, now: float) -> None:
