@@ -183,3 +183,20 @@ def test_light_events_carry_every_declared_field_as_the_event_holds_it(
 def test_a_field_of_a_type_adk_never_writes_is_refused(document: object) -> None:
     with pytest.raises(UnexpectedShape):
         light_event(document)
+
+
+@pytest.mark.parametrize(
+    "number",
+    ["18446744073709551616", "-9223372036854775809", "123456789012345678901234567890", "NaN"],
+)
+def test_confirmation_rows_decode_as_adks_own_read_beyond_64_bit_integers(number: str) -> None:
+    """orjson gives an integer outside 64 bits as a float; ADK's read (json.loads) an int."""
+    from adk_pairing.cli._direct.database import stored_json
+
+    document = f'{{"usage_metadata": {{"prompt_token_count": {number}}}, "id": "e1"}}'
+    decoded = stored_json(document)
+    expected = json.loads(document)
+    assert repr(decoded) == repr(expected)  # repr: NaN is not equal to itself
+    assert type(decoded["usage_metadata"]["prompt_token_count"]) is type(
+        expected["usage_metadata"]["prompt_token_count"]
+    )

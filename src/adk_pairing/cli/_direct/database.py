@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -399,19 +400,28 @@ class StoredEventRow:
         self.event_data = event_data
 
 
+#: A run of digits as long as the shortest integer orjson may not give as an int.
+_LONG_DIGIT_RUN = re.compile(r"[0-9]{19,}")
+
+
 def stored_json(text: str | None) -> Any:
     """A JSONB value's text decoded as SQLAlchemy's asyncpg dialect decodes it for ADK.
 
-    That dialect uses the standard library's ``json.loads``; orjson gives the
-    same objects for every document both accept, and refuses a few that
-    ``json.loads`` takes (integers past 64 bits), which are then decoded by it.
+    That dialect uses the standard library's ``json.loads``. orjson gives the
+    same objects for every document both accept, except integers outside
+    64 bits (below -2**63 or above 2**64 - 1): orjson 3.13 gives those as
+    floats, and older releases refuse them. A document with a run of 19 or
+    more digits anywhere (a string included: a cheap, conservative test), and
+    one orjson refuses (``NaN``, for one), is decoded by ``json.loads``.
     """
     if text is None:
         return None
-    try:
-        return parse_json(text)
-    except ValueError:
-        return json.loads(text)
+    if _LONG_DIGIT_RUN.search(text) is None:
+        try:
+            return parse_json(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def _names_a_call(event_data: Any, dialect: str) -> Any:
