@@ -35,7 +35,6 @@ A plugin that silently stopped checking would otherwise look free.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
 
@@ -49,7 +48,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 from metering import Row
 from settings import Settings
-from timing import interleave
+from timing import interleave, timed_without_collector
 from turns import TextReplyModel, search_documents
 from workloads import AGENT, APP, HEALTHS, USER, USER_TEXT, realistic_history
 
@@ -116,13 +115,7 @@ async def _walk_floor(build: Callable, repeats: int = 15) -> float:
     times: list[int] = []
     for _ in range(repeats):
         request, _context = await build()
-        gc.disable()
-        try:
-            start = time.thread_time_ns()
-            _walk(request.contents)
-            times.append(time.thread_time_ns() - start)
-        finally:
-            gc.enable()
+        times.append(timed_without_collector(time.thread_time_ns, _walk, request.contents))
     return sorted(times)[len(times) // 2]
 
 

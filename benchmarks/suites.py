@@ -37,7 +37,7 @@ from metering import (
 )
 from request_pass import bench_request_pass
 from settings import Settings, quiet_adk_pairing_logs
-from timing import Comparison, interleave
+from timing import Comparison, interleave, timed_without_collector
 from turns import bench_turn
 from workloads import (
     APP,
@@ -161,13 +161,7 @@ async def _walk_floor(inner: BaseSessionService, session_id: str, repeats: int =
     times: list[int] = []
     for _ in range(repeats):
         stored = await inner.get_session(app_name=APP, user_id=USER, session_id=session_id)
-        gc.disable()
-        try:
-            start = time.perf_counter_ns()
-            _walk(stored.events)
-            times.append(time.perf_counter_ns() - start)
-        finally:
-            gc.enable()
+        times.append(timed_without_collector(time.perf_counter_ns, _walk, stored.events))
         del stored
     return sorted(times)[len(times) // 2]
 
