@@ -98,8 +98,11 @@ QUICK_START = (
 
 
 def scrolled_to(element: str) -> str:
-    """A script that scrolls the window to `element` (a JS expression), at once."""
-    return f"({element}).scrollIntoView({{block: 'start', behavior: 'instant'}})"
+    """A script that scrolls the window to `element` (a JS expression), below the header."""
+    return (
+        f"({element}).scrollIntoView({{block: 'start', behavior: 'instant'}});"
+        "window.scrollBy({top: -72, behavior: 'instant'})"
+    )
 
 
 class DevTools:
