@@ -38,9 +38,11 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk import close_session_service, sqlite_service_parses_uris
+from ..shells.errors import directory_message, not_sqlite_message, other_layout_message
 from ..shells.extras import install_line, missing_extra
 from ..shells.factory import create_inner_session_service
 from ..shells.masking import mask_uri
+from ..shells.sqlite_layouts import SQLITE_SCHEME_OF, sqlite_layout
 from ..shells.uris import inner_uri
 from ._common import URI_EXAMPLES, CliError
 
@@ -91,41 +93,6 @@ def _sqlite_path(uri: str) -> str:
     return path[1:] if path.startswith("/") else path
 
 
-#: The SQLite schemes, by the ADK service that writes each layout.
-SQLITE_SCHEME_OF = {
-    "SqliteSessionService": "sqlite",
-    "DatabaseSessionService": "sqlite+aiosqlite",
-}
-
-
-def sqlite_layout(path: str) -> tuple[str | None, list[str]]:
-    """Which ADK service wrote the SQLite file at `path`, and the tables it holds.
-
-    The two layouts share table names; their time columns tell them apart:
-    ``SqliteSessionService`` declares ``update_time REAL`` (epoch seconds),
-    ``DatabaseSessionService`` a ``DATETIME`` (both schema versions).
-    Returns (None, tables) when there is no ``sessions`` table. Raises
-    `sqlite3.DatabaseError` for a file that is not a SQLite database.
-    """
-    connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
-    try:
-        tables = sorted(
-            row[0]
-            for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        )
-        if "sessions" not in tables:
-            return None, tables
-        columns = {
-            row[1]: str(row[2]).upper() for row in connection.execute("PRAGMA table_info(sessions)")
-        }
-    finally:
-        connection.close()
-    service = (
-        "SqliteSessionService" if columns.get("update_time") == "REAL" else "DatabaseSessionService"
-    )
-    return service, tables
-
-
 def _require_sqlite_file(uri: str, scheme: str) -> str:
     """The file of a SQLite URI, checked to hold the layout `scheme`'s service reads."""
     path = _sqlite_path(uri)
@@ -135,7 +102,7 @@ def _require_sqlite_file(uri: str, scheme: str) -> str:
             f"{where} names no SQLite file; give one, e.g. sqlite+aiosqlite:///sessions.db"
         )
     if os.path.isdir(path):
-        raise CliError(f"{path!r} (from {where}) is a directory, not a SQLite file: name the file.")
+        raise CliError(directory_message(path, where))
     if not os.path.isfile(path):
         raise CliError(
             f"no SQLite database at {path!r} (from {where}). Check the path; "
@@ -149,10 +116,7 @@ def _require_sqlite_file(uri: str, scheme: str) -> str:
     try:
         service, tables = sqlite_layout(path)
     except sqlite3.DatabaseError as error:
-        raise CliError(
-            f"{path!r} (from {where}) is not a SQLite database ({error}): name the file "
-            "your ADK app's session service writes."
-        ) from None
+        raise CliError(not_sqlite_message(path, where, error)) from None
     if service is None:
         held = f"only {', '.join(tables)}" if tables else "no tables"
         raise CliError(
@@ -161,10 +125,7 @@ def _require_sqlite_file(uri: str, scheme: str) -> str:
         )
     wanted = SQLITE_SCHEME_OF[service]
     if wanted != scheme:
-        raise CliError(
-            f"this file was written by {service}: use {wanted}:///{path} "
-            f"({scheme}:// reads the other SQLite layout)"
-        )
+        raise CliError(other_layout_message(service, path, scheme, wanted))
     return path
 
 
