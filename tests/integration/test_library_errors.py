@@ -365,3 +365,47 @@ def test_the_readme_password_line_is_optional_when_the_variable_is_unset(tmp_pat
     assert load_config(path, environ={"DB_PASSWORD": "p@ss"}).uri == uri.replace(
         "agents@", "agents:p%40ss@"
     )
+
+
+# A server start costs ~13 s: the newest release only (CI's budget); the wiring
+# tests start ADK's CLI with the same services.yaml on every release.
+@pytest.mark.reliability
+@pytest.mark.postgres
+def test_adk_api_server_refuses_a_raw_password_at_start_up_with_the_fix(tmp_path, postgres_url):
+    """README's command with an unencoded password: the log ends in the one line, once.
+
+    Before, the server started and answered every session request with
+    "Internal Server Error". ADK's CLI prints a traceback above the line for
+    any service its factory cannot build; the last line is ours.
+    """
+    import subprocess
+
+    from .test_wiring_adk_cli import readme_api_server_args
+    from .wiring_support import READY_TIMEOUT, agents_copy, free_port
+
+    agents_root = agents_copy(tmp_path)
+    database = postgres_url.rsplit("/", 1)[1]
+    uri = f"pairing+postgresql+asyncpg://postgres:{RAW}@{PG}/{database}"
+    argv = readme_api_server_args(uri, agents_root)
+    log = tmp_path / "server.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*argv, "--host", "127.0.0.1", "--port", str(free_port()), "--no-reload"],
+            cwd=tmp_path,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        returncode = process.wait(timeout=READY_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+    text = log.read_text()
+    assert returncode != 0, text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("adk_pairing.shells.errors.UriPasswordError: the password in "), last
+    assert "percent-encode it: # as %23" in last
+    assert text.count("is not percent-encoded") == 1
+    assert SECRET not in text
