@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import sqlite3
 import traceback
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,24 @@ def _case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             ("cannot resolve the host of", "Check the host name"),
             None,
         )
+    if name == "unknown engine keyword":
+        return (
+            lambda: create_session_service(
+                f"pairing+sqlite+aiosqlite:///{tmp_path}/x.db", pool_sizee=10
+            ),
+            ArgumentTypeError,
+            ("unknown keyword argument 'pool_sizee'", "it takes", "pool_size"),
+            None,
+        )
+    if name == "PairingPlugin fill_missing_ids='yes'":
+        from adk_pairing import PairingPlugin
+
+        return (
+            lambda: PairingPlugin(fill_missing_ids="yes"),
+            ArgumentTypeError,
+            ("fill_missing_ids must be True, False or None",),
+            None,
+        )
     raise AssertionError(name)
 
 
@@ -260,6 +279,8 @@ CASES = [
     "PostgreSQL database does not exist",
     "nothing listening",
     "host does not resolve",
+    "unknown engine keyword",
+    "PairingPlugin fill_missing_ids='yes'",
 ]
 
 
@@ -409,3 +430,81 @@ def test_adk_api_server_refuses_a_raw_password_at_start_up_with_the_fix(tmp_path
     assert "percent-encode it: # as %23" in last
     assert text.count("is not percent-encoded") == 1
     assert SECRET not in text
+
+
+async def _pg(sql: str, database: str = "postgres") -> list[Any]:
+    import asyncpg
+
+    connection = await asyncpg.connect(
+        host=PG_HOST, port=PG_PORT, user="postgres", database=database
+    )
+    try:
+        return [tuple(row) for row in await connection.fetch(sql)]
+    finally:
+        await connection.close()
+
+
+async def _maria(sql: str, database: str | None = None) -> list[Any]:
+    import aiomysql
+
+    connection = await aiomysql.connect(host="127.0.0.1", user="root", db=database, autocommit=True)
+    try:
+        async with connection.cursor() as cursor:
+            await cursor.execute(sql)
+            return list(await cursor.fetchall())
+    finally:
+        connection.close()
+
+
+SERVERS = {
+    # PostgreSQL rolls a failed set-up back: before, a raw ProgrammingError and no write.
+    "postgresql": (
+        _pg,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+        f"pairing+postgresql+asyncpg://postgres@{PG}/{{name}}",
+        ("PostgreSQL", PG_HOST, PG_PORT),
+    ),
+    # MariaDB keeps what it created before the failure: before, adk_internal_metadata.
+    "mariadb": (
+        _maria,
+        "SHOW TABLES",
+        "pairing+mysql+aiomysql://root@127.0.0.1:3306/{name}",
+        ("MariaDB", "127.0.0.1", 3306),
+    ),
+}
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+@pytest.mark.parametrize("table", ["sessions", "events", "app_states"])
+def test_a_database_holding_another_applications_table_of_adks_name_is_refused_untouched(
+    server, table
+):
+    admin, list_tables, uri, (label, host, port) = SERVERS[server]
+    require_server(label, host, port)
+    name = f"adkp_foreign_{table}_{uuid.uuid4().hex[:8]}"
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    try:
+        asyncio.run(admin(f"CREATE TABLE {table} (id INT PRIMARY KEY, payload TEXT)", name))
+        before = sorted(asyncio.run(admin(list_tables, name)))
+
+        with pytest.raises(StoreLayoutError) as refused:
+            _first_use(uri.format(name=name))()
+
+        assert f"{table} lacks app_name" in str(refused.value)
+        assert "Name a database of its own" in str(refused.value)
+        assert sorted(asyncio.run(admin(list_tables, name))) == before
+    finally:
+        asyncio.run(admin(f"DROP DATABASE IF EXISTS {name}"))
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_an_empty_database_and_one_adk_set_up_still_work(server):
+    admin, _, uri, (label, host, port) = SERVERS[server]
+    require_server(label, host, port)
+    name = f"adkp_fresh_{uuid.uuid4().hex[:8]}"
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    try:
+        assert _round_trip(uri.format(name=name)) == 1  # sets the schema up, as unwrapped
+        assert _round_trip(uri.format(name=name)) == 2  # finds its own tables
+    finally:
+        asyncio.run(admin(f"DROP DATABASE IF EXISTS {name}"))

@@ -150,8 +150,8 @@ LAYER_OF = {
     "shells.service": SHELLS,
     # The decorator's calls of a SQLite store, shielded from cancellation.
     "shells.shielding": SHELLS,
-    # Which of ADK's SQLite services wrote a file (the library and the CLI refuse the other).
-    "shells.sqlite_layouts": SHELLS,
+    # Which ADK service wrote a store's tables (the library and the CLI refuse the other).
+    "shells.store_layouts": SHELLS,
     "shells.uris": SHELLS,
     # The layers' packages.
     "rules": CORE,

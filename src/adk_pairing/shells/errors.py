@@ -35,6 +35,17 @@ class ArgumentTypeError(PairingError, TypeError):
     """A public argument or configuration value of the wrong type."""
 
 
+class UnknownEngineOptionError(ArgumentTypeError):
+    """Keyword arguments SQLAlchemy's engine does not take (``pool_sizee=10``)."""
+
+    def __init__(self, message: str, names: str, configuration: str) -> None:
+        super().__init__(message)
+        #: The refused names as SQLAlchemy quotes them, e.g. ``'pool_sizee'``.
+        self.names = names
+        #: SQLAlchemy's dialect/pool/engine, e.g. ``PGDialect_asyncpg/QueuePool/Engine``.
+        self.configuration = configuration
+
+
 class UnsupportedSchemeError(PairingError, ValueError):
     """A URI scheme that no session service here can serve; the message lists those that can."""
 
@@ -95,6 +106,48 @@ def require_pairing_options(
         int,
         "a whole number of sessions >= 0 (0 turns the cache off) or None",
         optional=True,
+    )
+
+
+_ENGINE_REFUSAL = re.compile(
+    r"Invalid argument\(s\) (?P<names>.+?) sent to create_engine\(\), "
+    r"using configuration (?P<configuration>[\w/]+)"
+)
+
+
+def engine_refusal(error: BaseException) -> tuple[str, str] | None:
+    """The option names and configuration SQLAlchemy's ``create_engine`` refused, if it did.
+
+    ADK wraps SQLAlchemy's TypeError in a ValueError quoting the store's URL;
+    the TypeError's text is somewhere in the chain.
+    """
+    for cause in causes(error):
+        match = _ENGINE_REFUSAL.search(str(cause))
+        if match is not None:
+            return match["names"], match["configuration"]
+    return None
+
+
+def engine_options() -> list[str]:
+    """The keyword options SQLAlchemy's ``create_engine`` documents (its typed overload)."""
+    import inspect
+    from typing import get_overloads
+
+    import sqlalchemy
+
+    names: set[str] = set()
+    for overload in get_overloads(sqlalchemy.create_engine):
+        names.update(inspect.signature(overload).parameters)
+    return sorted(names - {"url", "kwargs"})
+
+
+def unknown_engine_options_message(names: str, configuration: str, where: str, label: str) -> str:
+    """The line for engine options SQLAlchemy refused; `label` says how they were given."""
+    several = "," in names
+    return (
+        f"unknown {label}{'s' if several else ''} {names} for {where}: "
+        f"SQLAlchemy's engine ({configuration}) does not take {'them' if several else 'it'}; "
+        f"it takes {', '.join(engine_options())}"
     )
 
 
@@ -176,6 +229,16 @@ def not_sqlite_message(path: str, where: str, error: BaseException) -> str:
     return (
         f"{path!r} (from {where}) is not a SQLite database ({error}): name the file "
         "your ADK app's session service writes."
+    )
+
+
+def foreign_tables_message(where: str, missing: dict[str, list[str]]) -> str:
+    """The line for a database whose tables of ADK's names belong to another application."""
+    tables = "; ".join(f"{table} lacks {', '.join(columns)}" for table, columns in missing.items())
+    return (
+        f"{where} holds tables named as ADK's that ADK's DatabaseSessionService did not create "
+        f"({tables}), and would have its schema set up around them. Name a database "
+        "of its own for ADK's sessions."
     )
 
 

@@ -41,16 +41,19 @@ from ..adk import (
 from .errors import (
     RAW_PASSWORD_CHARACTERS,
     StoreLayoutError,
+    UnknownEngineOptionError,
     UnsupportedSchemeError,
     UriPasswordError,
+    engine_refusal,
     raw_password_message,
     require_type,
     store_failure,
+    unknown_engine_options_message,
     unsupported_scheme_message,
 )
 from .extras import SQLALCHEMY_DIALECTS
 from .masking import mask_secrets, mask_uri, uri_password
-from .sqlite_layouts import SQLITE_SCHEME_OF, refuse_other_layout
+from .store_layouts import SQLITE_SCHEME_OF, refuse_foreign_tables, refuse_other_layout
 from .uris import PAIRING_PREFIX, REDIS_SCHEMES, inner_uri, is_pairing_uri, uri_scheme
 
 #: Redis connection settings that the URI supplies (ADK ignores these fields
@@ -156,9 +159,19 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
         refuse_other_layout(target, scheme.lower())
     try:
         service = _build_inner(target, scheme, kwargs, uri)
-    except (StoreLayoutError, UnsupportedSchemeError, UriPasswordError):
+    except (StoreLayoutError, UnsupportedSchemeError, UriPasswordError, TypeError):
         raise
     except ValueError as error:
+        refused = engine_refusal(error)
+        if refused is not None:
+            names, configuration = refused
+            raise UnknownEngineOptionError(
+                unknown_engine_options_message(
+                    names, configuration, mask_uri(uri), "keyword argument"
+                ),
+                names,
+                configuration,
+            ) from None
         # Drivers and ADK quote the URI, or a piece of a misread password
         # (redis-py: "Port could not be cast to integer value as 'S3cret'");
         # ADK < 2.13 quotes it unredacted. The cause chain would print the
@@ -227,14 +240,25 @@ def _raise_connection_failures_typed(service: BaseSessionService, uri: str) -> N
         return
     from sqlalchemy import event
 
+    checked = False
+
     def connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        nonlocal checked
         try:
-            return dialect.connect(*cargs, **cparams)
+            connection = dialect.connect(*cargs, **cparams)
         except Exception as error:
             failure = store_failure(error, uri)
             if failure is None:
                 raise
             raise failure from None
+        if not checked:
+            try:
+                refuse_foreign_tables(connection, dialect.name, uri)
+            except BaseException:
+                connection.close()
+                raise
+            checked = True
+        return connection
 
     event.listen(sync_engine, "do_connect", connect)
 

@@ -1,4 +1,4 @@
-"""Which of ADK's two SQLite session services wrote a file, and refusing the other one.
+"""Which ADK session service wrote a store's tables, and refusing a service that would alter them.
 
 ADK has two services for SQLite files, with tables of the same names in two
 layouts: ``SqliteSessionService`` (``sqlite:///``, the ``adk web`` default)
@@ -7,17 +7,26 @@ Each sets up its own schema on a file it opens: pointed at the other's file,
 ``DatabaseSessionService`` adds its ``adk_internal_metadata`` table and
 records a schema version before its first read fails. The library and the
 CLI both refuse that before the service is built, with the same line.
+
+On a SQL server, ``DatabaseSessionService`` creates whatever of its tables
+is missing on first use. Where a database already holds a ``sessions``,
+``events``, ``app_states`` or ``user_states`` table of another application,
+PostgreSQL rolls the failed set-up back (its DDL is transactional) with a
+raw ``ProgrammingError``, and MySQL/MariaDB keep the tables created before
+the failure. `refuse_foreign_tables` checks the first connection instead.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from .errors import (
     StoreLayoutError,
     directory_message,
+    foreign_tables_message,
     not_sqlite_message,
     other_layout_message,
 )
@@ -99,3 +108,61 @@ def refuse_other_layout(uri: str, scheme: str) -> None:
     wanted = SQLITE_SCHEME_OF[service]
     if wanted != scheme:
         raise StoreLayoutError(other_layout_message(service, path, scheme, wanted))
+
+
+#: The columns each of ``DatabaseSessionService``'s tables has in every
+#: schema version it reads (the legacy pickled one and the JSON one).
+DATABASE_SERVICE_COLUMNS: dict[str, frozenset[str]] = {
+    "sessions": frozenset({"app_name", "user_id", "id", "state", "create_time", "update_time"}),
+    "events": frozenset({"id", "app_name", "user_id", "session_id", "invocation_id", "timestamp"}),
+    "app_states": frozenset({"app_name", "state", "update_time"}),
+    "user_states": frozenset({"app_name", "user_id", "state", "update_time"}),
+}
+
+_TABLE_LIST = ", ".join(f"'{table}'" for table in DATABASE_SERVICE_COLUMNS)
+
+#: The columns of those tables in the connection's default schema, by dialect.
+_COLUMNS_QUERY = {
+    "postgresql": (
+        "SELECT table_name, column_name FROM information_schema.columns "
+        f"WHERE table_schema = current_schema() AND table_name IN ({_TABLE_LIST})"
+    ),
+    "mysql": (
+        "SELECT table_name, column_name FROM information_schema.columns "
+        f"WHERE table_schema = DATABASE() AND table_name IN ({_TABLE_LIST})"
+    ),
+}
+_COLUMNS_QUERY["mariadb"] = _COLUMNS_QUERY["mysql"]
+
+
+def foreign_tables(dbapi_connection: Any, dialect: str) -> dict[str, list[str]]:
+    """ADK's table names that hold another layout on this connection: name -> missing columns.
+
+    Reads ``information_schema`` through the raw DBAPI connection and ends
+    the transaction it opened. Empty for dialects it has no query for.
+    """
+    query = _COLUMNS_QUERY.get(dialect)
+    if query is None:
+        return {}
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(query)
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+        dbapi_connection.rollback()
+    found: dict[str, set[str]] = {}
+    for table, column in rows:
+        found.setdefault(str(table).lower(), set()).add(str(column).lower())
+    return {
+        table: sorted(DATABASE_SERVICE_COLUMNS[table] - columns)
+        for table, columns in sorted(found.items())
+        if DATABASE_SERVICE_COLUMNS[table] - columns
+    }
+
+
+def refuse_foreign_tables(dbapi_connection: Any, dialect: str, uri: str) -> None:
+    """Raises `StoreLayoutError` when the database holds ADK's table names in another layout."""
+    foreign = foreign_tables(dbapi_connection, dialect)
+    if foreign:
+        raise StoreLayoutError(foreign_tables_message(mask_uri(uri), foreign))
