@@ -137,7 +137,7 @@ def fail(
 def explain(error: BaseException, uri: str | None, *, store_name: str | None = None) -> str:
     """One line saying what failed and how to fix it, with secrets masked.
 
-    The library's line when it has one (`adk_pairing.errors.store_failure`:
+    The library's line when it has one (`adk_pairing.shells.errors.store_failure`:
     the same words the library raises); else a bad URI or the failure's type.
     The store is called `store_name`, by default its masked URI.
     """

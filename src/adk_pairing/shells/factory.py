@@ -137,7 +137,7 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
 
     Failures to log in to, reach or open the store happen on first use (ADK
     connects lazily); for SQL stores they are raised as `StoreLoginError`,
-    `StoreHostError` or `StoreDatabaseError` (``adk_pairing.errors``).
+    `StoreHostError` or `StoreDatabaseError` (all `adk_pairing.PairingError`).
     """
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     target = inner_uri(uri)
@@ -232,7 +232,7 @@ def _raise_connection_failures_typed(service: BaseSessionService, uri: str) -> N
     refused login surfaces as SQLAlchemy's ``DBAPIError`` and an unknown host
     as ``socket.gaierror``. SQLAlchemy's ``do_connect`` event lets the
     connection be made here, so the first use raises the one-line error the
-    CLI prints (`adk_pairing.errors.store_failure`) instead.
+    CLI prints (`adk_pairing.shells.errors.store_failure`) instead.
     """
     engine = getattr(service, "db_engine", None)
     sync_engine = getattr(engine, "sync_engine", None)

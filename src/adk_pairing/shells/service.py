@@ -537,7 +537,8 @@ def create_session_service(
         cannot be built.
 
     A store that refuses the login, or whose host or database is wrong, is
-    found on first use, when ADK first connects (`adk_pairing.errors`).
+    found on first use, when ADK first connects (`StoreLoginError`, `StoreHostError`,
+    `StoreDatabaseError`).
     """
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     require_pairing_options(missing_text, pending_text, analysis_cache_size)
