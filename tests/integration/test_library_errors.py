@@ -253,6 +253,26 @@ def _case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             ("fill_missing_ids must be True, False or None",),
             None,
         )
+    if name == "MariaDB user does not exist":
+        require_server("MariaDB", "127.0.0.1", 3306)
+        return (
+            _first_use(f"pairing+mysql+aiomysql://nosuchuser:{SECRET}@127.0.0.1:3306/mysql"),
+            StoreLoginError,
+            ("rejected the login: Access denied for user 'nosuchuser'", "Fix the user name"),
+            None,
+        )
+    if name == "MariaDB database does not exist":
+        require_server("MariaDB", "127.0.0.1", 3306)
+        return (
+            _first_use("pairing+mysql+aiomysql://root@127.0.0.1:3306/nosuchdb_adkp"),
+            StoreDatabaseError,
+            ("Unknown database 'nosuchdb_adkp'", "Fix the database name"),
+            None,
+        )
+    if name == "load_config(None)":
+        from adk_pairing import load_config
+
+        return lambda: load_config(None), ArgumentTypeError, ("path must be",), None
     raise AssertionError(name)
 
 
@@ -281,6 +301,9 @@ CASES = [
     "host does not resolve",
     "unknown engine keyword",
     "PairingPlugin fill_missing_ids='yes'",
+    "MariaDB user does not exist",
+    "MariaDB database does not exist",
+    "load_config(None)",
 ]
 
 

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
-from .errors import PairingError
+from .errors import PairingError, require_type
 from .factory import create_inner_session_service
 from .masking import mask_secrets, mask_uri
 from .uris import PAIRING_PREFIX, inner_uri, is_pairing_uri, with_password
@@ -286,10 +286,17 @@ def load_config(
       environ: Where ``${VAR}`` values come from; `os.environ` by default.
 
     Raises:
+      ArgumentTypeError: `path` or `environ` has the wrong type.
       ConfigError: The file is unreadable, malformed, refers to an unset
         variable, has an unknown key or a wrong type, or names a plain URI
         without a ``pairing:`` block.
     """
+    require_type(
+        "path", path, (str, os.PathLike), "a file path (str or os.PathLike)", optional=False
+    )
+    require_type(
+        "environ", environ, Mapping, "a mapping of variable names to values", optional=True
+    )
     file_path = Path(path)
     data = _parse(file_path)
     if data is None:

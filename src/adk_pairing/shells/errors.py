@@ -268,6 +268,26 @@ def _type_names(error: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(error).__mro__}
 
 
+#: MySQL/MariaDB server errors: access denied (to the database, for the user,
+#: for the user without a password), and unknown database.
+MYSQL_LOGIN_CODES = frozenset({1044, 1045, 1698})
+MYSQL_UNKNOWN_DATABASE = 1049
+
+
+def _mysql_code(error: BaseException) -> int | None:
+    """The server's error number of a MySQL driver's error (pymysql, aiomysql, asyncmy)."""
+    module = type(error).__module__
+    if not module.startswith(("pymysql", "aiomysql", "asyncmy")) or not error.args:
+        return None
+    code = error.args[0]
+    return code if isinstance(code, int) else None
+
+
+def _mysql_text(error: BaseException, uri: str | None) -> str:
+    text = str(error.args[1]) if len(error.args) > 1 else str(error)
+    return mask_secrets(text, uri).strip().rstrip(".")
+
+
 def store_failure(
     error: BaseException, uri: str | None, *, store_name: str | None = None
 ) -> PairingError | None:
@@ -289,6 +309,16 @@ def store_failure(
             return StoreLoginError(
                 f"{where} rejected the login: {text}. Fix the user name or password in the URI."
                 + escape_hint(uri, escapes=True)
+            )
+        mysql_code = _mysql_code(cause)
+        if mysql_code in MYSQL_LOGIN_CODES:
+            return StoreLoginError(
+                f"{where} rejected the login: {_mysql_text(cause, uri)}. "
+                "Fix the user name or password in the URI." + escape_hint(uri, escapes=True)
+            )
+        if mysql_code == MYSQL_UNKNOWN_DATABASE:
+            return StoreDatabaseError(
+                f"{where}: {_mysql_text(cause, uri)}. Fix the database name in the URI."
             )
         if "InvalidCatalogNameError" in names:
             return StoreDatabaseError(f"{where}: {text}. Fix the database name in the URI.")
