@@ -127,13 +127,14 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
 
     Raises:
       ArgumentTypeError: `uri` is not a string.
-      UnsupportedSchemeError: No service here serves the URI's scheme.
+      UnsupportedSchemeError: The URI has no scheme, wraps twice, or names a
+        scheme no service here serves.
       UriPasswordError: The password holds a character that would end it
         early for the store's driver (it must be percent-encoded).
       StoreLayoutError: The SQLite file was written by ADK's other SQLite
         service, which this one would alter; the message names the right URI.
-      ValueError: The URI has no scheme, wraps twice, or the inner factory
-        rejects it. Messages show the URI with its password masked.
+      ValueError: The inner factory rejects the URI. Messages show the URI
+        with its password masked.
 
     Failures to log in to, reach or open the store happen on first use (ADK
     connects lazily); for SQL stores they are raised as `StoreLoginError`,
@@ -142,13 +143,13 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     target = inner_uri(uri)
     if is_pairing_uri(target):
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} wraps twice; use a single prefix: "
             f"{mask_uri(PAIRING_PREFIX + inner_uri(target))!r}."
         )
     scheme = uri_scheme(target) if "://" in target else ""
     if not scheme:
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} is not a session service URI: expected "
             "<scheme>://..., e.g. 'postgresql+asyncpg://user@host:5432/db', "
             "'sqlite+aiosqlite:///sessions.db', 'redis://localhost:6379/0' or 'memory://'."
