@@ -139,6 +139,7 @@ LAYER_OF = {
     "": SHELLS,
     "__main__": SHELLS,
     "shells.adk_services": SHELLS,
+    "shells.agent_pass": SHELLS,
     "shells.config": SHELLS,
     "shells.extras": SHELLS,
     "shells.factory": SHELLS,
