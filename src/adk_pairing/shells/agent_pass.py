@@ -33,29 +33,22 @@ people who compose callbacks themselves: put last in an agent's
 ``before_model_callback`` list, it is the plugin's whole pass without
 `PairingPlugin` in the runner, and `final_request_pass` with it. Which
 requests the plugin saw, and with which settings, is kept per request's
-callback context (`remember_what_the_plugin_left`), so the final pass skips
-a request nothing changed after the plugin, at the cost of comparing
-identities.
+callback context (`remember_what_the_plugin_left`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import weakref
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from google.genai import types
 
 from ..core.ownership import session_label
 from ..core.placeholders import PlaceholderTexts
 from ..ledger import held_open_call_ids
 from ..passes.request_pass import repair_contents
-from ..wire import MODEL_ROLES
 from .metrics import record_request_repairs
 from .service import _logged_once
 
@@ -164,34 +157,15 @@ _NO_CHAIN = object()
 
 @dataclass(frozen=True, slots=True)
 class _Left:
-    """What `PairingPlugin` left in one request, and the settings it repaired it with."""
+    """The settings `PairingPlugin` repaired one request with."""
 
-    #: The contents' `_identities`.
-    identities: tuple[int, ...]
-    #: Whether their turns alternate (not when the plugin's own pass failed).
-    alternate: bool
     texts: PlaceholderTexts
     fill_missing_ids: bool
 
 
-#: What the plugin left in each request, by the request's callback context:
-#: ADK hands the plugins and the agent's callbacks one context per request.
+#: The requests the plugin repaired, by the request's callback context: ADK
+#: hands the plugins and the agent's callbacks one context per request.
 _LEFT: weakref.WeakKeyDictionary[object, _Left] = weakref.WeakKeyDictionary()
-
-
-def _identities(contents: Sequence[types.Content] | None) -> tuple[int, ...]:
-    """Who `contents` are, cheaply: the list, each content, its parts list and their number.
-
-    An edit replaces the list or a content, or changes a parts list's length
-    (``MultimodalToolResultsPlugin`` extends the last content's parts in place).
-    """
-    if contents is None:
-        return ()
-    found = [id(contents), len(contents)]
-    for content in contents:
-        parts = content.parts
-        found += (id(content), id(parts), len(parts or ()))
-    return tuple(found)
 
 
 def remember_what_the_plugin_left(
@@ -200,17 +174,9 @@ def remember_what_the_plugin_left(
     texts: PlaceholderTexts,
     fill_missing_ids: bool,
 ) -> None:
-    """Notes the request's contents as `PairingPlugin` left them, and its settings.
-
-    Contents whose turns do not alternate (the plugin's own pass failed on
-    them) are checked again by the final pass even if nothing changed.
-    """
-    contents = llm_request.contents or []
-    sides = [content.role in MODEL_ROLES for content in contents]
-    alternate = all(a != b for a, b in itertools.pairwise(sides))
-    left = _Left(_identities(contents), alternate, texts, fill_missing_ids)
+    """Notes that `PairingPlugin` repaired this request, and with which settings."""
     with contextlib.suppress(TypeError):  # a context that cannot be weakly referenced
-        _LEFT[callback_context] = left
+        _LEFT[callback_context] = _Left(texts, fill_missing_ids)
 
 
 def history_opens_with_the_user(session: object) -> bool:
@@ -239,14 +205,17 @@ def seen_by_the_plugin(callback_context: object) -> bool:
 def apply_after_the_plugin(callback_context: object, llm_request: LlmRequest) -> None:
     """The five rules on the request as it is now, with the settings `PairingPlugin` used.
 
-    Nothing when the plugin did not see this request, or left it as it is
-    now. Repairs are counted; a session's first notable one is logged.
+    Nothing when the plugin did not see this request. A request nothing
+    changed since costs the request pass's check (one read of each part):
+    comparing what the plugin left part by part would cost as much, and an
+    edit can replace a content anywhere. Repairs are counted; a session's
+    first notable one is logged.
     """
     contents = llm_request.contents
     left: _Left | None = None
     with contextlib.suppress(TypeError):
         left = _LEFT.pop(callback_context, None)
-    if left is None or (left.alternate and left.identities == _identities(contents)):
+    if left is None:
         return
     invocation = getattr(callback_context, "_invocation_context", None)
     session = getattr(invocation, "session", None)
