@@ -32,21 +32,16 @@ async def test_requests_are_the_same_bytes_across_processes_and_grow_by_appendin
 ) -> None:
     seeded = tmp_path / "seeded.db"
     await seed(str(seeded))
-    here: dict[str, list[list[str]]] = {}
     for setup in SETUPS:
-        copy = tmp_path / f"{setup}-here.db"
-        shutil.copy(seeded, copy)
+        shutil.copy(seeded, tmp_path / f"{setup}-here.db")
         shutil.copy(seeded, tmp_path / f"{setup}-there.db")
-        here[setup] = await first_requests(str(copy), setup, ["are you there?", "and now?"])
-
-    for setup, (first, second) in here.items():
-        # The interrupted call reaches the model, answered, in both turns.
-        assert any('"id":"call_S"' in message for message in first), (setup, first)
-        assert second[: len(first)] == first, f"{setup}: turn 2 does not extend turn 1"
-        assert "".join(second).startswith("".join(first))
-
     # A fresh process, over its own copy of the same store: the first turn only.
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    # It starts first, so its imports overlap the turns run here.
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        "PYTHONHASHSEED": "1313",  # a fixed hash order; this process's is random
+    }
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -58,6 +53,22 @@ async def test_requests_are_the_same_bytes_across_processes_and_grow_by_appendin
         cwd=ROOT,
         env=environment,
     )
+    here: dict[str, list[list[str]]] = {}
+    try:
+        for setup in SETUPS:
+            path = str(tmp_path / f"{setup}-here.db")
+            here[setup] = await first_requests(path, setup, ["are you there?", "and now?"])
+    except BaseException:
+        child.kill()
+        await child.wait()
+        raise
+
+    for setup, (first, second) in here.items():
+        # The interrupted call reaches the model, answered, in both turns.
+        assert any('"id":"call_S"' in message for message in first), (setup, first)
+        assert second[: len(first)] == first, f"{setup}: turn 2 does not extend turn 1"
+        assert "".join(second).startswith("".join(first))
+
     out, err = await child.communicate()
     assert child.returncode == 0, err.decode()[-3000:]
     there = json.loads(out.decode().strip().splitlines()[-1])
