@@ -44,6 +44,8 @@ from .support.neighbours import (
 )
 from .support.scripted_model import text
 
+PLACED = "placed adk_pairing.agent_pass.final_request_pass"
+
 #: ADK's plugins warn that they are experimental; that is not what is tested.
 pytestmark = pytest.mark.filterwarnings(r"ignore:.*\[EXPERIMENTAL\]")
 
@@ -87,7 +89,7 @@ async def test_the_final_pass_is_placed_once_last_and_said_once(
     )
     # ADK ran the agent's own callback, then the final pass, in every request.
     assert run.kept.chains == [["keep_recent", "final_request_pass"]] * 2
-    placed = [r for r in caplog.records if "placed adk_pairing.final_request_pass" in r.message]
+    placed = [r for r in caplog.records if PLACED in r.message]
     assert len(placed) == 1, [r.message for r in caplog.records]
     repaired = [r for r in caplog.records if "changed after PairingPlugin ran" in r.message]
     # Once per session. The window cut the first request after the placeholder

@@ -45,6 +45,9 @@ def mine(callback_context: object, llm_request: object) -> None:
     return None
 
 
+PLACED = "placed adk_pairing.agent_pass.final_request_pass"
+
+
 @pytest.fixture(autouse=True)
 def fresh_log_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(agent_pass, "_logged_once", type(agent_pass._logged_once)())
@@ -75,7 +78,7 @@ def test_the_final_pass_ends_every_chain_once(
     assert agent.before_model_callback == placed
     if isinstance(chain, list):
         assert chain == original  # the agent's own list is not mutated
-    said = [r for r in caplog.records if "placed adk_pairing.final_request_pass" in r.message]
+    said = [r for r in caplog.records if PLACED in r.message]
     assert len(said) == (placed != chain and placed != [chain])
 
 

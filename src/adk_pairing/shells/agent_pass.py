@@ -130,8 +130,9 @@ def _place_final_pass(agent: object) -> bool:
         if placed:
             if _logged_once.first_time(("final_pass_placed", name, type(agent).__name__)):
                 logger.info(
-                    "adk_pairing: placed adk_pairing.final_request_pass last in agent %r's "
-                    "before_model_callback chain, after its %d own callback(s), so the request "
+                    "adk_pairing: placed adk_pairing.agent_pass.final_request_pass last in "
+                    "agent %r's before_model_callback chain, after its %d own callback(s), so "
+                    "the request "
                     "is checked after every plugin and callback that edits it. A callback that "
                     "returns an LlmResponse ends the chain before it: ADK then sends no request; "
                     "if that callback sends the request to a model itself, it must call "
