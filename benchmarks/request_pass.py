@@ -4,7 +4,8 @@ Before every model call ADK runs its request processors over the session
 (the agent flow's ``_preprocess_async``): instructions, tools, and the
 contents, a copy of every event's content. The plugin then runs once on the
 result. This suite times, in interleaved pairs, ADK's building alone against
-ADK's building followed by the plugin's ``before_model_callback``, on one
+ADK's building followed by the plugin's ``before_model_callback`` and the final
+pass it places last in the agent's callbacks (`agent_pass.final_request_pass`), on one
 in-memory session (no store: reading it would cost both sides the same) with
 the store suites' realistic history. The ratio is (building + plugin) ÷
 building.
@@ -56,6 +57,7 @@ from adk_pairing.placeholders import is_synthetic
 from adk_pairing.plugin import PairingPlugin
 from adk_pairing.request_pass import repair_contents
 from adk_pairing.service import PairingSessionService
+from adk_pairing.shells.agent_pass import final_request_pass
 
 #: How each history reaches ADK's request builder.
 SOURCE_BY_HEALTH = {"healthy": "stored", "broken": "view", "dropped": "stored"}
@@ -159,6 +161,8 @@ async def bench_request_pass(settings: Settings, progress: Callable) -> list[Row
                 await plugin.before_model_callback(
                     callback_context=callback_context, llm_request=request
                 )
+                # The last callback of the agent's chain, which the plugin placed there.
+                await final_request_pass(callback_context, request)
                 own_cpu[index] = time.thread_time_ns() - start
 
             async def build_only(_: int, build: Callable = build) -> None:

@@ -6,7 +6,8 @@ by a synthetic result, so providers that enforce strict call/result pairing
 accept the conversation. The stored history is never modified.
 
 `PairingPlugin` is the request-time half: a final pass over every model
-request that makes it satisfy every provider's pairing rules.
+request that makes it satisfy every provider's pairing rules; `pair_request`
+is the same pass as an agent's ``before_model_callback``.
 """
 
 #: The package's one version: pyproject.toml reads it, ``adk-pairing --version`` prints it.
@@ -37,7 +38,7 @@ from .shells.errors import (
     UriPasswordError,
 )
 from .shells.masking import mask_uri
-from .shells.plugin import PairingPlugin
+from .shells.plugin import PairingPlugin, pair_request
 from .shells.service import PairingSessionService, create_session_service
 
 # The modules' old paths stay importable (`adk_pairing._moved`).
@@ -70,6 +71,7 @@ __all__ = [
     "load_config",
     "load_session_service",
     "mask_uri",
+    "pair_request",
     "register_pairing_schemes",
     "repaired_events",
 ]

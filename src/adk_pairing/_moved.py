@@ -34,6 +34,7 @@ MOVED: dict[str, str] = {
     "adk_pairing.service": "adk_pairing.shells.service",
     "adk_pairing.shielding": "adk_pairing.shells.shielding",
     "adk_pairing.plugin": "adk_pairing.shells.plugin",
+    "adk_pairing.agent_pass": "adk_pairing.shells.agent_pass",
     "adk_pairing.metrics": "adk_pairing.shells.metrics",
     "adk_pairing.factory": "adk_pairing.shells.factory",
     "adk_pairing.config": "adk_pairing.shells.config",

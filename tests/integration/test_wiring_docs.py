@@ -28,6 +28,7 @@ from adk_pairing import (
     PlaceholderTexts,
     is_synthetic,
 )
+from adk_pairing.adk import close_session_service
 from adk_pairing.core.placeholders import placeholder_part
 
 from .wiring_support import (
@@ -56,6 +57,7 @@ EXECUTED_BLOCKS = {
     "otel-export": "test_metrics.py",
     "sqlite-wal": "test_sqlite_wal_snippet_switches_new_connections_to_write_ahead_logging",
     "quick-start": "test_quick_start_snippet_answers_an_interrupted_call_for_the_model",
+    "pair-request": "test_pair_request_snippet_answers_an_interrupted_call_after_its_window",
 }
 
 
@@ -276,3 +278,47 @@ async def test_toml_config_snippet_loads_a_plain_uri_with_pairing_block(tmp_path
         session = await session_service.create_session(app_name="docs", user_id="u")
         assert session.id
     assert (tmp_path / "sessions.db").exists()
+
+
+def test_pair_request_snippet_answers_an_interrupted_call_after_its_window(
+    tmp_path, monkeypatch, capsys
+):
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    from .wiring_support import DEMO_APP
+
+    monkeypatch.chdir(tmp_path)
+    answer_gemini_locally(monkeypatch)
+    namespace = run_snippet("pair-request")
+    agent = namespace["root_agent"]
+    assert [c.__name__ for c in agent.before_model_callback] == [
+        "keep_recent_turns",
+        "pair_request",
+    ]
+    db_url = f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"
+    seeded = asyncio.run(seed_interrupted_session(db_url))
+
+    async def one_turn() -> str:
+        # No plugin, no decorator: the agent's own chain is all there is.
+        service = DatabaseSessionService(db_url=db_url)
+        runner = Runner(
+            app_name=seeded.app_name,
+            agent=agent.model_copy(update={"name": DEMO_APP}),  # the seeded call's author
+            session_service=service,
+        )
+        message = types.Content(role="user", parts=[types.Part(text="Are you still there?")])
+        texts = [
+            part.text
+            async for event in runner.run_async(
+                user_id=seeded.user_id, session_id=seeded.session_id, new_message=message
+            )
+            for part in (event.content.parts if event.content else ())
+            if part.text
+        ]
+        await close_session_service(service)
+        return texts[-1]
+
+    report = json.loads(asyncio.run(one_turn()))
+    assert report["paired"] is True
+    assert [(r["id"], r["status"]) for r in report["results"]] == [(seeded.call_id, "missing")]

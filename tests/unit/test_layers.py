@@ -139,6 +139,7 @@ LAYER_OF = {
     "": SHELLS,
     "__main__": SHELLS,
     "shells.adk_services": SHELLS,
+    "shells.agent_pass": SHELLS,
     "shells.config": SHELLS,
     # The error types and the one-line messages the library and the CLI share.
     "shells.errors": SHELLS,

@@ -76,6 +76,14 @@ framework text on the user's side of a request in the same spirit (its models ap
 one when a request does not end with the user's turn); like that text, this one lives
 only in the request: no event, no session, nothing stored."""
 
+CUT_NOTE_TEXT = (
+    "Note from the agent framework, not from the user: the earlier messages of this "
+    "conversation are left out of this request."
+)
+"""What opens a request that code after `PairingPlugin` cut so that it opens with the
+model's turn (a context window that keeps the last contents): the ``opening_note`` of
+`adk_pairing.agent_pass.final_request_pass`. Only in the request, like `OPENING_NOTE_TEXT`."""
+
 
 #: The ``error_code`` of a synthetic event answering a call with no recorded
 #: result. Our own, never ADK's ``INVOCATION_ABORTED``: 2.13's runner and agent

@@ -55,7 +55,9 @@ returns, and that imply every provider rule of
    user message, put back or answered here) is opened by a user-side note
    (`adk_pairing.placeholders.OPENING_NOTE_TEXT`), so that strict providers
    take it and the calls still reach the model. A request that opens with the
-   model's text is the agent's own design and stays as it is.
+   model's text is the agent's own design and stays as it is, unless other
+   code cut the request to open there (``cut``): then a note says the earlier
+   messages are left out (`adk_pairing.placeholders.CUT_NOTE_TEXT`).
 
 Who answers whom is decided by `adk_pairing.ledger.PairingLedger`, the same
 rules the view uses (newest preceding call with the id; for id-less calls, the
@@ -91,7 +93,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from google.genai import types
 
-from ..core.placeholders import OPENING_NOTE_TEXT, PlaceholderTexts
+from ..core.placeholders import CUT_NOTE_TEXT, OPENING_NOTE_TEXT, PlaceholderTexts
 from ..wire import MODEL_ROLES, never_sent_as_a_call
 from .request_records import QUIET_RULES, ContentRepair, ContentRule, RepairedContents
 from .request_rewrite import FILLED_ID_PREFIX, repair_segments
@@ -115,6 +117,7 @@ def repair_contents(
     held_open_ids: Collection[str] | Callable[[], Collection[str]] = frozenset(),
     texts: PlaceholderTexts = _DEFAULT_TEXTS,
     fill_missing_ids: bool = False,
+    cut: bool = False,
 ) -> RepairedContents:
     """`contents` made to keep the request guarantee (module docstring), and what it took.
 
@@ -129,6 +132,9 @@ def repair_contents(
       fill_missing_ids: Give id-less calls an id (for providers that pair by
         id: Anthropic, OpenAI via LiteLlm). Off for Gemini, which pairs by
         position and from which ADK strips its own ``adk-`` ids on purpose.
+      cut: Other code cut `contents` out of a longer request, so that they
+        open where they do: whatever model turn opens them, a note saying so
+        goes first (rule 5).
 
     Returns:
       The same list object when it already keeps the guarantee; otherwise new
@@ -140,26 +146,36 @@ def repair_contents(
     else:
         segments = segments_around(contents, faults)
         repaired = repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
-    return _opened_by_the_user(repaired)
+    return _opened_by_the_user(repaired, cut)
 
 
-def _opens_with_a_call(contents: Sequence[types.Content]) -> bool:
-    """Whether the first content with parts is a model turn sending a function call."""
+def _opens_with_a_call(contents: Sequence[types.Content], cut: bool = False) -> bool:
+    """Whether the first content with parts is a model turn sending a function call.
+
+    With `cut`, whether it is a model turn at all.
+    """
     for content in contents:
         if not content.parts:
             continue
-        return content.role in MODEL_ROLES and any(
-            part.function_call is not None and not never_sent_as_a_call(part)
-            for part in content.parts
+        return content.role in MODEL_ROLES and (
+            cut
+            or any(
+                part.function_call is not None and not never_sent_as_a_call(part)
+                for part in content.parts
+            )
         )
     return False
 
 
-def _opened_by_the_user(repaired: RepairedContents) -> RepairedContents:
-    """Rule 5: `repaired`, opened by the user-side note if it opens with the model's calls."""
-    if not _opens_with_a_call(repaired.contents):
+def _opened_by_the_user(repaired: RepairedContents, cut: bool = False) -> RepairedContents:
+    """Rule 5: `repaired`, opened by a user-side note if it opens with the model's calls.
+
+    With `cut`, if it opens with the model's turn at all, said with the cut's note.
+    """
+    if not _opens_with_a_call(repaired.contents, cut):
         return repaired
-    note = types.Content(role="user", parts=[types.Part(text=OPENING_NOTE_TEXT)])
+    text = CUT_NOTE_TEXT if cut else OPENING_NOTE_TEXT
+    note = types.Content(role="user", parts=[types.Part(text=text)])
     return RepairedContents(
         [note, *repaired.contents], (*repaired.repairs, ContentRepair(ContentRule.OPENING_NOTE))
     )

@@ -8,9 +8,12 @@ session or any event.
 Where it runs: ``before_model_callback`` exists with the same keyword
 signature on every google-adk release we support (1.20.0 to 2.13.0). ADK calls
 the plugins' callbacks after its request processors have built
-``llm_request.contents`` and before the agent's own ``before_model_callback``
-(docs/compatibility.md says where), so an agent callback that edits the
-contents afterwards is not covered.
+``llm_request.contents``, in the order they were registered, and then the
+agent's own ``before_model_callback``s, read from the agent only after every
+plugin returned. So the plugin ends each agent's chain with
+`adk_pairing.agent_pass.final_request_pass` (placed at the agent's first
+request, logged once): a plugin listed after this one, or an agent callback,
+that edits the contents is followed by the five rules again.
 
 What it reads from the callback context:
 
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from google.adk.plugins.base_plugin import BasePlugin
 
@@ -69,11 +72,22 @@ from ..passes.request_pass import repair_contents
 from ..passes.restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
 from ..rules.builder_check import builder_logs_quieted
 from ..wire import pairs_calls_by_id
+<<<<<<< HEAD
 from .errors import require_pairing_options, require_type
+=======
+from .agent_pass import (
+    also_ends_a_chain,
+    apply_after_the_plugin,
+    history_opens_with_the_user,
+    place_final_pass,
+    remember_what_the_plugin_left,
+    seen_by_the_plugin,
+)
+>>>>>>> h-last
 from .metrics import record_request_repairs
 from .service import PairingSessionService, _logged_once
 
-__all__ = ["PairingPlugin", "pairs_calls_by_id"]
+__all__ = ["PairingPlugin", "pair_request", "pairs_calls_by_id"]
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
@@ -100,6 +114,10 @@ class PairingPlugin(BasePlugin):
         decides per request from the agent's model: on for models that pair
         by id (Anthropic, LiteLlm, OpenAI), off otherwise (Gemini).
     """
+
+    #: Whether this plugin ends each agent's callback chain with the final
+    #: pass (`adk_pairing.agent_pass`); not when it runs inside that chain.
+    _places_final_pass: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -136,6 +154,28 @@ class PairingPlugin(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
+        # First, so ADK reads the agent's chain with the final pass at its end.
+        if self._places_final_pass:
+            place_final_pass(callback_context)
+        await self._repair_request(callback_context, llm_request)
+        if self._places_final_pass:
+            invocation = getattr(callback_context, "_invocation_context", None)
+            texts = self.texts_for(getattr(invocation, "session_service", None))
+            fill = self._fill_for(invocation)
+            remember_what_the_plugin_left(callback_context, llm_request, texts, fill)
+        return None
+
+    def _fill_for(self, invocation: object) -> bool:
+        """Whether id-less calls get ids: as configured, else per the agent's model."""
+        if self._fill_missing_ids is not None:
+            return self._fill_missing_ids
+        agent = getattr(invocation, "agent", None)
+        return pairs_calls_by_id(getattr(agent, "canonical_model", None))
+
+    async def _repair_request(
+        self, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
+        """The request pass: the calls ADK dropped put back, then the five rules."""
         contents = llm_request.contents
         invocation = getattr(callback_context, "_invocation_context", None)
         session = getattr(invocation, "session", None)
@@ -150,15 +190,13 @@ class PairingPlugin(BasePlugin):
                 session_label(session),
             )
         try:
-            fill = self._fill_missing_ids
-            if fill is None:
-                agent = getattr(invocation, "agent", None)
-                fill = pairs_calls_by_id(getattr(agent, "canonical_model", None))
+            fill = self._fill_for(invocation)
             result = repair_contents(
                 restored if restored is not None else contents,
                 held_open_ids=lambda: held_open_call_ids(getattr(session, "events", None) or ()),
                 texts=texts,
                 fill_missing_ids=fill,
+                cut=history_opens_with_the_user(session),
             )
         except Exception:  # fail open: the request goes out as ADK built it
             logger.exception(
@@ -271,3 +309,59 @@ async def _build_contents(
         async for _ in request_processor.run_async(context, request):
             pass
     return list(request.contents)
+
+
+async def pair_request(
+    callback_context: CallbackContext, llm_request: LlmRequest
+) -> LlmResponse | None:
+    """Makes `llm_request` valid for every provider: the request pass as an agent callback.
+
+    For agents that compose their callbacks themselves. Put it last, after
+    every callback that edits ``llm_request.contents``; it returns None, so
+    ADK goes on to call the model with the repaired request::
+
+        from adk_pairing import pair_request
+
+        agent = Agent(
+            name="assistant",
+            model="gemini-2.5-flash",
+            before_model_callback=[keep_recent_turns, pair_request],
+        )
+
+    Or, inside a callback of your own, once it has edited the request:
+    ``await pair_request(callback_context, llm_request)``.
+
+    Without `PairingPlugin` in the runner it is the plugin's whole pass: the
+    calls ADK's request builder dropped are put back (google-adk 2.10+) and
+    every call is answered, with the placeholder texts of the runner's
+    `PairingSessionService`, else the defaults. With `PairingPlugin`
+    registered, the plugin did that before the agent's callbacks ran, with
+    its own settings, and this applies the five rules again to what they
+    left (the plugin then places no final pass of its own behind it). Never
+    raises: a failure is logged and the request goes out as it was.
+    """
+    if seen_by_the_plugin(callback_context):
+        apply_after_the_plugin(callback_context, llm_request)
+        return None
+    return await _agent_level_pass().before_model_callback(
+        callback_context=callback_context, llm_request=llm_request
+    )
+
+
+also_ends_a_chain(pair_request)
+
+
+class _AgentLevelPass(PairingPlugin):
+    """`pair_request` without a runner's `PairingPlugin`: the pass, inside the agent's chain."""
+
+    _places_final_pass = False
+
+
+_AGENT_LEVEL: list[_AgentLevelPass] = []
+
+
+def _agent_level_pass() -> _AgentLevelPass:
+    """One per process: its ledgers are per session, as a plugin's are per runner."""
+    if not _AGENT_LEVEL:
+        _AGENT_LEVEL.append(_AgentLevelPass(name="adk_pairing.pair_request"))
+    return _AGENT_LEVEL[0]

@@ -12,6 +12,10 @@
   turns, `normalized_history` for comparing stored histories.
 * `probes`: `ViewConsistencyProbe`, a plugin comparing the runner's view with a
   fresh ``get_session`` at every callback.
+* `neighbours`: ADK's plugins and an agent callback window beside `PairingPlugin`
+  over four interrupted histories (`run_case`, `assert_the_guarantee`).
+* `request_bytes`: a turn's first request as ADK's Anthropic converter sends
+  it, in this process or a fresh one (``python -m``).
 
 Typical use (``backend`` is the fixture in ``tests/integration/conftest.py``)::
 
