@@ -72,9 +72,6 @@ from ..passes.request_pass import repair_contents
 from ..passes.restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
 from ..rules.builder_check import builder_logs_quieted
 from ..wire import pairs_calls_by_id
-<<<<<<< HEAD
-from .errors import require_pairing_options, require_type
-=======
 from .agent_pass import (
     also_ends_a_chain,
     apply_after_the_plugin,
@@ -83,7 +80,7 @@ from .agent_pass import (
     remember_what_the_plugin_left,
     seen_by_the_plugin,
 )
->>>>>>> h-last
+from .errors import require_pairing_options, require_type
 from .metrics import record_request_repairs
 from .service import PairingSessionService, _logged_once
 
