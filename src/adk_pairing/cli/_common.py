@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 import sqlite3
@@ -27,6 +26,7 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 
 from ..shells.masking import mask_secrets, mask_uri, uri_password
+from ._printable import json_text, printable
 
 T = TypeVar("T")
 
@@ -36,9 +36,14 @@ URI_EXAMPLES = (
     "sqlite+aiosqlite:///sessions.db or redis://localhost:6379/0"
 )
 
-#: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job.
+#: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job
+#: for a reason it names; 70 (sysexits' EX_SOFTWARE) a failure it does not recognise,
+#: which must never read as a finding; 141 (128 + SIGPIPE, as a shell reports a
+#: writer killed by a closed pipe) the reader of the output went away.
 EXIT_FOUND = 1
 EXIT_ERROR = 2
+EXIT_UNEXPECTED = 70
+EXIT_PIPE_CLOSED = 141
 
 
 class CliError(Exception):
@@ -54,16 +59,27 @@ class CliError(Exception):
 PIPE_WIDTH = 200
 
 
+class ToolConsole(Console):
+    """A console whose closed pipe is the command's to report (`adk_pairing.cli.guarded`).
+
+    rich's own handling exits 1, which is ``--fail-on``'s "found".
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def stdout_console() -> Console:
     """Terminal width on a terminal; `PIPE_WIDTH` and no wrapping when piped."""
-    console = Console(highlight=False)
+    console = ToolConsole(highlight=False, emoji=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=PIPE_WIDTH, soft_wrap=True)
+        console = ToolConsole(highlight=False, emoji=False, width=PIPE_WIDTH, soft_wrap=True)
     return console
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return ToolConsole(stderr=True, highlight=False, emoji=False)
 
 
 @contextlib.contextmanager
@@ -99,7 +115,12 @@ def output_policy(debug: bool, uri: str | None = None) -> Iterator[None]:
 
 
 def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T:
-    """Runs `coroutine`, turning any failure into one line and exit code 2."""
+    """Runs `coroutine`, turning any failure into one line: exit code 2 when the
+    failure is one `explain` recognises, `EXIT_UNEXPECTED` otherwise.
+
+    A closed output pipe is not the store's failure: it goes up to the
+    command's guard (`adk_pairing.cli.guarded`).
+    """
     try:
         with output_policy(debug, uri):
             return asyncio.run(coroutine)
@@ -107,8 +128,14 @@ def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T
         fail(str(error), debug=debug, exit_code=error.exit_code, uri=uri)
     except KeyboardInterrupt:
         fail("interrupted", debug=False, exit_code=130)
+    except BrokenPipeError:
+        raise
     except Exception as error:
-        fail(explain(error, uri), debug=debug, uri=uri)
+        where = mask_uri(uri) if uri else "the store"
+        message = recognised(error, uri, where)
+        if message is None:
+            fail(unexpected(error, uri, where), debug=debug, exit_code=EXIT_UNEXPECTED, uri=uri)
+        fail(message, debug=debug, uri=uri)
 
 
 class _MaskingFormatter(logging.Formatter):
@@ -131,10 +158,15 @@ def fail(
     """
     console = stderr_console()
     if debug and sys.exc_info()[0] is not None:
-        console.print(mask_secrets(traceback.format_exc(), uri), markup=False)
+        for line in mask_secrets(traceback.format_exc(), uri).splitlines():
+            console.print(printable(line), markup=False, soft_wrap=True)
     message = mask_secrets(message, uri, embedded=False)
-    console.print(f"error: {message}", markup=False, soft_wrap=True)
+    console.print(f"error: {printable(message, ERROR_LINE_LIMIT)}", markup=False, soft_wrap=True)
     raise typer.Exit(exit_code)
+
+
+#: An error line's length at most: what it quotes from the store or a driver is cut.
+ERROR_LINE_LIMIT = 2_000
 
 
 def _causes(error: BaseException) -> Iterator[BaseException]:
@@ -159,28 +191,41 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
     by default its masked URI.
     """
     where = store_name or (mask_uri(uri) if uri else "the store")
+    return recognised(error, uri, where) or _unrecognised(error, uri, where)
+
+
+def recognised(error: BaseException, uri: str | None, where: str) -> str | None:
+    """`explain`'s line for a failure whose cause it knows, else None."""
     chain = list(_causes(error))
     for cause in chain:
         names = _type_names(cause)
         lines = mask_secrets(str(cause), uri).strip().splitlines()
         text = lines[0].rstrip(".") if lines else ""
+        # A sentence of its own: "… correct?" is not followed by a full stop.
+        stop = "" if text.endswith(("?", "!")) else "."
         if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
             return (
-                f"{where} rejected the login: {text}. Fix the user name or password in the URI."
+                f"{where} rejected the login: {text}{stop} "
+                "Fix the user name or password in the URI."
                 + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
             )
         if "InvalidCatalogNameError" in names:
-            return f"{where}: {text}. Fix the database name in the URI."
+            return f"{where}: {text}{stop} Fix the database name in the URI."
+        if "without any password configured" in text or "no password is set" in text:
+            return (
+                f"{where} rejected the login: {text}{stop} The server has no password set: "
+                "remove the password from the URI."
+            )
         if "AuthenticationError" in names or (
             "ResponseError" in names and ("WRONGPASS" in text or "NOAUTH" in text)
         ):
             return (
-                f"{where} rejected the login: {text}. Fix the password in the URI."
+                f"{where} rejected the login: {text}{stop} Fix the password in the URI."
                 + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
             )
         if isinstance(cause, socket.gaierror):
             return (
-                f"cannot resolve the host of {where}: {text}. Check the host name in the URI."
+                f"cannot resolve the host of {where}: {text}{stop} Check the host name in the URI."
                 + _escape_hint(uri)
             )
         if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
@@ -194,23 +239,39 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
             return no_adk_tables_message(where)
         if isinstance(cause, sqlite3.OperationalError) and "unable to open" in text:
             return f"cannot open the SQLite database of {where}: {text}."
-    first = chain[0]
-    if isinstance(first, ValueError):
-        message = mask_secrets(str(first), uri).strip().rstrip(".")
-        if "module not found" in message or "synchronous driver" in message:
-            hint = "Install the URI's database driver, or name an async one it has"
-        else:
-            hint = "Use a URI ADK accepts"
-        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{_escape_hint(uri)}"
     for cause in chain:
-        if isinstance(cause, OSError) and cause.errno is not None:
+        if (
+            isinstance(cause, OSError)
+            and cause.errno is not None
+            and not isinstance(cause, BrokenPipeError)
+        ):
             return f"cannot connect to {where}: {mask_secrets(str(cause), uri)}."
-    detail = mask_secrets(str(first), uri).strip().splitlines()
+    return None
+
+
+def _unrecognised(error: BaseException, uri: str | None, where: str) -> str:
+    """The line for a failure `recognised` does not know: its type and first line."""
+    detail = mask_secrets(str(error), uri).strip().splitlines()
     summary = detail[0] if detail else ""
     return (
-        f"{type(first).__name__} while reading {where}: {summary} "
+        f"{type(error).__name__} while reading {where}: {summary} "
         "(run again with --debug for the traceback)"
     )
+
+
+def unexpected(error: BaseException, uri: str | None, where: str) -> str:
+    """The line for a command stopped by a failure nobody recognised."""
+    return f"unexpected {_unrecognised(error, uri, where)}"
+
+
+def bad_uri_message(error: ValueError, uri: str) -> str:
+    """Why the service could not be built from `uri` (its constructor's ValueError)."""
+    message = mask_secrets(str(error), uri).strip().rstrip(".")
+    if "module not found" in message or "synchronous driver" in message:
+        hint = "Install the URI's database driver, or name an async one it has"
+    else:
+        hint = "Use a URI ADK accepts"
+    return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{_escape_hint(uri)}"
 
 
 def no_adk_tables_message(where: str) -> str:
@@ -257,8 +318,8 @@ def print_table(console: Console, table: Table) -> None:
 
 
 def dumps(data: object) -> str:
-    """JSON for machine readers: stable key order, ASCII-safe, no NaN."""
-    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    """JSON for machine readers: stable key order, no NaN, any stored string (`json_text`)."""
+    return json_text(data)
 
 
 def human_age(seconds: float) -> str:

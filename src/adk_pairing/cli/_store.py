@@ -42,7 +42,7 @@ from ..shells.extras import install_line, missing_extra
 from ..shells.factory import create_inner_session_service
 from ..shells.masking import mask_uri
 from ..shells.uris import inner_uri
-from ._common import URI_EXAMPLES, CliError
+from ._common import URI_EXAMPLES, CliError, bad_uri_message
 
 #: Seconds to wait for a PostgreSQL connection before calling the server unreachable.
 CONNECT_TIMEOUT_SECONDS = 10
@@ -226,11 +226,15 @@ def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedSto
         service = _read_only_sqlite_service(path)
         return OpenedStore(service=service, uri=target, read_only=how, sqlite_path=path)
     try:
+        # A port that is no number (a raw "#" or "/" in the password ends the
+        # netloc early) is found here, not by a driver at its first read.
+        urlsplit(target).port  # noqa: B018 - parsing it is the check
         service = create_inner_session_service(target, **factory_options)
     except ValueError as error:
         refused = _engine_refusal(error)
         if refused is None:
-            raise
+            # The one place a ValueError means the URI is at fault.
+            raise CliError(bad_uri_message(error, uri)) from error
         names, configuration = refused
         several = "," in names
         raise CliError(
