@@ -88,6 +88,15 @@ def test_show_prints_hostile_sessions_in_text_and_json(hostile_uri: str, session
     }
 
 
+def test_debug_logs_quote_store_strings_escaped_too(hostile_uri: str) -> None:
+    """The library's warnings name the call; under --debug they reach the terminal."""
+    args = ["show", hostile_uri, "--app", "shop", "--user", "alice", "--session", "escapes"]
+    result = runner.invoke(app, [*args, "--debug"])
+    assert result.exit_code == 0, result.output
+    assert r"x\x1b[31mred" in result.stderr
+    assert raw_characters(result.stderr) == set()
+
+
 def test_the_totals_are_the_last_lines_of_the_scan(hostile_uri: str) -> None:
     """Before, they came first, then up to 50 rows and a footer scrolled them away."""
     lines = _ok(["scan", hostile_uri]).strip().splitlines()

@@ -139,14 +139,17 @@ def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T
 
 
 class _MaskingFormatter(logging.Formatter):
-    """A formatter whose output (message and traceback) has `uri`'s secrets masked."""
+    """A formatter whose output (message and traceback) has `uri`'s secrets masked
+    and nothing a terminal would act on (`printable`)."""
 
     def __init__(self, fmt: str, uri: str | None) -> None:
         super().__init__(fmt)
         self._uri = uri
 
     def format(self, record: logging.LogRecord) -> str:
-        return mask_secrets(super().format(record), self._uri)
+        # Records quote store strings (a call's name, a session id): escaped line by line.
+        text = mask_secrets(super().format(record), self._uri)
+        return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def fail(
