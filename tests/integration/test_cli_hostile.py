@@ -154,3 +154,15 @@ def test_a_closed_pipe_exits_141_quietly(hostile_uri: str) -> None:
     for name, process in processes.items():
         _, stderr = process.communicate(timeout=120)
         assert (name, process.returncode, stderr) == (name, 141, b"")
+
+
+@pytest.mark.version_independent
+def test_jobs_workers_hand_hostile_strings_to_the_parent(hostile_uri: str) -> None:
+    """A worker wrote its messages as UTF-8 JSON: a lone surrogate ended it in an error."""
+    done = subprocess.run(
+        [str(SCRIPT), "scan", hostile_uri, "--jobs", "2", "--json"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert _missing_calls(json.loads(done.stdout)["findings"]) == EXPECTED
