@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -88,9 +89,15 @@ def test_show_prints_hostile_sessions_in_text_and_json(hostile_uri: str, session
     }
 
 
-def test_debug_logs_quote_store_strings_escaped_too(hostile_uri: str) -> None:
-    """The library's warnings name the call; under --debug they reach the terminal."""
-    args = ["show", hostile_uri, "--app", "shop", "--user", "alice", "--session", "escapes"]
+def test_debug_logs_quote_store_strings_escaped_too(tmp_path: Path) -> None:
+    """The library's warnings name the call; under --debug they reach the terminal.
+
+    A session of its own: the view warns once per call in a process.
+    """
+    session = f"debug-{uuid.uuid4().hex}"
+    stored = StoredSession("shop", "alice", session, (StoredCall("c-esc", ESCAPES),))
+    uri = write_store(tmp_path / "store.db", [stored])
+    args = ["show", uri, "--app", "shop", "--user", "alice", "--session", session]
     result = runner.invoke(app, [*args, "--debug"])
     assert result.exit_code == 0, result.output
     assert r"x\x1b[31mred" in result.stderr
