@@ -9,6 +9,7 @@ UTF-8 stdout, as a UTF-8 console is, so an encoding failure shows here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli import app
 
 from .support.hostile_store import StoredCall, StoredSession, raw_characters, write_store
@@ -36,6 +38,11 @@ SESSIONS = [
         "shop", "bob", "long", (StoredCall(LONG_ID, "refund"), StoredCall("ok", "f", answered=True))
     ),
 ]
+
+
+#: Named: where the installed ADK has no ``sessions.schemas`` package, this layout is
+#: read through get_session, which cannot list the store's apps.
+APP = ["--app", "shop"]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +65,7 @@ EXPECTED = {(call.call_id, call.name) for s in SESSIONS for call in s.missing}
 
 
 def test_scan_text_escapes_what_a_terminal_would_act_on_and_cuts_long_ids(hostile_uri: str) -> None:
-    out = _ok(["scan", hostile_uri])
+    out = _ok(["scan", hostile_uri, *APP])
     assert raw_characters(out) == set()
     assert r"t\ud800" in out and r"x\x1b[31mred\x07\u202eabc" in out
     assert LONG_ID not in out and "L" * 30 + "…" in out
@@ -66,10 +73,12 @@ def test_scan_text_escapes_what_a_terminal_would_act_on_and_cuts_long_ids(hostil
 
 
 def test_scan_json_and_json_lines_carry_every_string_whole(hostile_uri: str) -> None:
-    report = json.loads(_ok(["scan", hostile_uri, "--json"]))
+    report = json.loads(_ok(["scan", hostile_uri, *APP, "--json"]))
     assert _missing_calls(report["findings"]) == EXPECTED
     assert raw_characters(json.dumps(report, ensure_ascii=False)) != set()  # the control
-    lines = [json.loads(line) for line in _ok(["scan", hostile_uri, "--json-lines"]).splitlines()]
+    lines = [
+        json.loads(line) for line in _ok(["scan", hostile_uri, *APP, "--json-lines"]).splitlines()
+    ]
     streamed = [f for line in lines if line["type"] == "session" for f in line["findings"]]
     assert _missing_calls(streamed) == EXPECTED
     assert lines[-1]["type"] == "summary" and lines[-1]["missing_calls"] == 3
@@ -106,15 +115,33 @@ def test_debug_logs_quote_store_strings_escaped_too(tmp_path: Path) -> None:
 
 def test_the_totals_are_the_last_lines_of_the_scan(hostile_uri: str) -> None:
     """Before, they came first, then up to 50 rows and a footer scrolled them away."""
-    lines = _ok(["scan", hostile_uri]).strip().splitlines()
+    lines = _ok(["scan", hostile_uri, *APP]).strip().splitlines()
     assert lines[-1].startswith("Scanned 3 sessions")
     assert lines.index(next(line for line in lines if line.startswith("user "))) < len(lines) - 1
 
 
 def test_limit_0_prints_no_empty_table_header(hostile_uri: str) -> None:
-    out = _ok(["scan", hostile_uri, "--limit", "0"])
+    out = _ok(["scan", hostile_uri, *APP, "--limit", "0"])
     assert not any(line.startswith("user ") for line in out.splitlines())
     assert "3 calls not listed (--limit 0; --json lists them)" in out
+
+
+@pytest.fixture(scope="module")
+def web_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SqliteSessionService file (adk web's), which every supported release reads directly."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    path = tmp_path_factory.mktemp("web") / "session.db"
+    service = SqliteSessionService(db_path=str(path))
+
+    async def create() -> None:
+        try:
+            await service.create_session(app_name="shop", user_id="alice", session_id="s")
+        finally:
+            await close_session_service(service)
+
+    asyncio.run(create())
+    return f"sqlite:///{path}"
 
 
 @pytest.mark.parametrize(
@@ -126,14 +153,14 @@ def test_limit_0_prints_no_empty_table_header(hostile_uri: str) -> None:
     ],
 )
 def test_show_refuses_an_unknown_app_or_user_as_scan_does(
-    hostile_uri: str, args: list[str], needle: str
+    web_store: str, args: list[str], needle: str
 ) -> None:
     """Before, ``show --app nope`` listed "0 sessions of user u4 in app nope" and exited 0."""
-    result = runner.invoke(app, ["show", hostile_uri, *args])
+    result = runner.invoke(app, ["show", web_store, *args])
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert line.startswith("error: ") and "\n" not in line and needle in line
-    assert "it holds" in line
+    assert "it holds 1 " in line
 
 
 # -- a closed pipe: the reader went away, which is no finding ----------------------
@@ -147,8 +174,8 @@ def test_a_closed_pipe_exits_141_quietly(hostile_uri: str) -> None:
     commands run at once: each is mostly its start-up.
     """
     commands = {
-        "scan": ["scan", hostile_uri],
-        "scan --json": ["scan", hostile_uri, "--json"],
+        "scan": ["scan", hostile_uri, *APP],
+        "scan --json": ["scan", hostile_uri, *APP, "--json"],
         "show": ["show", hostile_uri, "--app", "shop", "--user", "alice", "--session", "escapes"],
     }
     processes = {
@@ -167,7 +194,7 @@ def test_a_closed_pipe_exits_141_quietly(hostile_uri: str) -> None:
 def test_jobs_workers_hand_hostile_strings_to_the_parent(hostile_uri: str) -> None:
     """A worker wrote its messages as UTF-8 JSON: a lone surrogate ended it in an error."""
     done = subprocess.run(
-        [str(SCRIPT), "scan", hostile_uri, "--jobs", "2", "--json"],
+        [str(SCRIPT), "scan", hostile_uri, *APP, "--jobs", "2", "--json"],
         capture_output=True,
         timeout=120,
     )
