@@ -2,22 +2,41 @@
 
 Exit codes: 0 success; 1 the scan found what ``--fail-on`` names, or a demo
 check failed; 2 the command could not do its job (bad URI, unreachable
-server, wrong credentials, unknown session), reported in one line.
+server, wrong credentials, unknown session), reported in one line; 70 an
+unexpected error, also one line; 130 / 143 stopped by SIGINT / SIGTERM; 141
+the output's reader went away (``| head``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import click
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-from ._common import EXIT_ERROR, EXIT_FOUND, dumps, run, stdout_console
+from ._common import (
+    EXIT_ERROR,
+    EXIT_FOUND,
+    EXIT_PIPE_CLOSED,
+    EXIT_UNEXPECTED,
+    dumps,
+    fail,
+    run,
+    stdout_console,
+)
+from ._printable import json_text, printable, tolerant_streams
+
+try:  # typer carries its own copy of click (0.2x on), whose exceptions it raises
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - an older typer on click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from ._scan_report import ScanResult
@@ -51,8 +70,106 @@ class PlainHelpCommand(TyperCommand):
                 formatter.write_dl(options)
 
 
+class ToolGroup(TyperGroup):
+    """The command group, whose usage errors read like the tool's own: ``error: …``.
+
+    Click prints ``Error: …``; the tool's failures print ``error: …``. One
+    style, so a reader (or a grep in a cron mail) finds both the same way.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click_errors.UsageError as error:
+            if isinstance(error, _NO_ARGS_IS_HELP):
+                error.show()  # the help itself, not an error
+            else:
+                _show_usage_error(error)
+            sys.exit(error.exit_code)
+        except click_errors.ClickException as error:
+            print(f"error: {printable(error.format_message())}", file=sys.stderr)
+            sys.exit(error.exit_code)
+        except typer.Abort:
+            print("error: interrupted", file=sys.stderr)
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+#: What click (8.2 on) raises to print a group's help when no command is given.
+_NO_ARGS_IS_HELP: Any = getattr(click_errors, "NoArgsIsHelpError", ())
+
+
+def _show_usage_error(error: click_errors.UsageError) -> None:
+    """Click's usage error (usage line, where to find help) ending in ``error: …``."""
+    ctx = error.ctx
+    if ctx is not None:
+        hint = ""
+        if ctx.command.get_help_option(ctx) is not None:
+            hint = f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n"
+        print(f"{ctx.get_usage()}\n{hint}", file=sys.stderr)
+    print(f"error: {printable(error.format_message())}", file=sys.stderr)
+
+
+def guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with the tool's last guards, the same for every command.
+
+    * A closed output pipe (``scan … | head -1``) ends the command quietly with
+      `EXIT_PIPE_CLOSED`, as a shell reports a writer that SIGPIPE ended.
+    * Any other failure nothing recognised is one line, with the traceback
+      only under ``--debug``, and `EXIT_UNEXPECTED`: never 1, ``--fail-on``'s
+      "found", and never a message about the URI (`_common.run` gives those,
+      for failures it recognises).
+    * Output streams on a legacy code page escape what they cannot encode
+      (`tolerant_streams`).
+    """
+
+    @functools.wraps(command)
+    def guarded_command(*args: Any, **kwargs: Any) -> None:
+        tolerant_streams()
+        try:
+            command(*args, **kwargs)
+        except BrokenPipeError:
+            _output_closed()
+        except (typer.Exit, typer.Abort, click_errors.ClickException):
+            raise
+        except Exception as error:
+            targets = kwargs.get("targets") or [None]
+            uri = kwargs.get("uri") or targets[0]
+            detail = str(error).strip().splitlines()
+            fail(
+                f"unexpected {type(error).__name__}: {detail[0] if detail else ''} "
+                "(run again with --debug for the traceback)",
+                debug=bool(kwargs.get("debug")),
+                exit_code=EXIT_UNEXPECTED,
+                uri=uri,
+            )
+
+    return guarded_command
+
+
+def _output_closed() -> NoReturn:
+    """The output's reader went away: nothing more to say, and no flush error at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stream without a descriptor (tests)
+        pass
+    raise typer.Exit(EXIT_PIPE_CLOSED)
+
+
 app = typer.Typer(
     name="adk-pairing",
+    cls=ToolGroup,
     help="Find and show unanswered tool calls in ADK session stores, and demo the repair.",
     no_args_is_help=True,
     add_completion=False,
@@ -66,7 +183,8 @@ UriArg = Annotated[
     typer.Argument(
         metavar="URI",
         help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
-        "sqlite+aiosqlite:///sessions.db, redis://localhost:6379/0 "
+        "sqlite+aiosqlite:///sessions.db (DatabaseSessionService), sqlite:///.adk/session.db "
+        "(SqliteSessionService, as adk web keeps it), redis://localhost:6379/0 "
         "(a pairing+ prefix is accepted and ignored: the stored data is read).",
         show_default=False,
     ),
@@ -122,6 +240,7 @@ def _options(
 
 
 @app.command(cls=PlainHelpCommand, short_help="Kill a real ADK turn mid-tool and show the repair.")
+@guarded
 def demo(
     db: Annotated[
         Path | None,
@@ -147,15 +266,17 @@ def demo(
 @app.command(
     cls=PlainHelpCommand, short_help="Report stored sessions with missing and pending calls."
 )
+@guarded
 def scan(
     targets: Annotated[
         list[str] | None,
         typer.Argument(
             metavar="URI | --merge FILE...",
             help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
-            "sqlite+aiosqlite:///sessions.db, redis://localhost:6379/0 (a pairing+ prefix "
-            "is accepted and ignored: the stored data is read); with --merge, the JSON "
-            "outputs of the shards.",
+            "sqlite+aiosqlite:///sessions.db (DatabaseSessionService), "
+            "sqlite:///.adk/session.db (SqliteSessionService, as adk web keeps it), "
+            "redis://localhost:6379/0 (a pairing+ prefix is accepted and ignored: the "
+            "stored data is read); with --merge, the JSON outputs of the shards.",
             show_default=False,
         ),
     ] = None,
@@ -441,12 +562,11 @@ def _finish_scan(
 
 
 def _print_line(record: dict[str, object]) -> None:
-    import json
-
-    print(json.dumps(record, ensure_ascii=False, allow_nan=False), flush=True)
+    print(json_text(record, indent=None), flush=True)
 
 
 @app.command(cls=PlainHelpCommand, short_help="Print a session as stored and as repaired.")
+@guarded
 def show(
     uri: UriArg,
     app_name: Annotated[str, typer.Option("--app", metavar="APP", help="App name.")],
@@ -464,6 +584,7 @@ def show(
     debug: DebugOpt = False,
 ) -> None:
     """Print a session's stored events and its repaired view side by side."""
+    from ._scan import refuse_unknown_app_or_user
     from ._show import ShownSession, list_sessions, load, render, render_listing
     from ._store import open_read_only, parse_options
 
@@ -471,7 +592,11 @@ def show(
         store = open_read_only(uri, parse_options(option))
         try:
             if session is None:
-                return store.masked_uri, await list_sessions(store, app=app_name, user=user)
+                sessions = await list_sessions(store, app=app_name, user=user)
+                if not sessions:
+                    # A typo must not read as "0 sessions", as in scan.
+                    await refuse_unknown_app_or_user(store, app_name, user)
+                return store.masked_uri, sessions
             return await load(store, app=app_name, user=user, session_id=session)
         finally:
             await store.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sys
 import traceback
@@ -30,12 +29,18 @@ from ..shells.errors import URI_EXAMPLES as URI_EXAMPLES
 from ..shells.errors import causes, escape_hint, store_failure
 from ..shells.errors import no_adk_tables_message as no_adk_tables_message
 from ..shells.masking import mask_secrets, mask_uri
+from ._printable import json_text, printable
 
 T = TypeVar("T")
 
-#: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job.
+#: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job
+#: for a reason it names; 70 (sysexits' EX_SOFTWARE) a failure it does not recognise,
+#: which must never read as a finding; 141 (128 + SIGPIPE, as a shell reports a
+#: writer killed by a closed pipe) the reader of the output went away.
 EXIT_FOUND = 1
 EXIT_ERROR = 2
+EXIT_UNEXPECTED = 70
+EXIT_PIPE_CLOSED = 141
 
 
 class CliError(Exception):
@@ -51,16 +56,27 @@ class CliError(Exception):
 PIPE_WIDTH = 200
 
 
+class ToolConsole(Console):
+    """A console whose closed pipe is the command's to report (`adk_pairing.cli.guarded`).
+
+    rich's own handling exits 1, which is ``--fail-on``'s "found".
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def stdout_console() -> Console:
     """Terminal width on a terminal; `PIPE_WIDTH` and no wrapping when piped."""
-    console = Console(highlight=False)
+    console = ToolConsole(highlight=False, emoji=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=PIPE_WIDTH, soft_wrap=True)
+        console = ToolConsole(highlight=False, emoji=False, width=PIPE_WIDTH, soft_wrap=True)
     return console
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return ToolConsole(stderr=True, highlight=False, emoji=False)
 
 
 @contextlib.contextmanager
@@ -96,7 +112,12 @@ def output_policy(debug: bool, uri: str | None = None) -> Iterator[None]:
 
 
 def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T:
-    """Runs `coroutine`, turning any failure into one line and exit code 2."""
+    """Runs `coroutine`, turning any failure into one line: exit code 2 when the
+    failure is one `explain` recognises, `EXIT_UNEXPECTED` otherwise.
+
+    A closed output pipe is not the store's failure: it goes up to the
+    command's guard (`adk_pairing.cli.guarded`).
+    """
     try:
         with output_policy(debug, uri):
             return asyncio.run(coroutine)
@@ -104,19 +125,28 @@ def run(coroutine: Coroutine[Any, Any, T], *, uri: str | None, debug: bool) -> T
         fail(str(error), debug=debug, exit_code=error.exit_code, uri=uri)
     except KeyboardInterrupt:
         fail("interrupted", debug=False, exit_code=130)
+    except BrokenPipeError:
+        raise
     except Exception as error:
-        fail(explain(error, uri), debug=debug, uri=uri)
+        where = mask_uri(uri) if uri else "the store"
+        message = recognised(error, uri, where)
+        if message is None:
+            fail(unexpected(error, uri, where), debug=debug, exit_code=EXIT_UNEXPECTED, uri=uri)
+        fail(message, debug=debug, uri=uri)
 
 
 class _MaskingFormatter(logging.Formatter):
-    """A formatter whose output (message and traceback) has `uri`'s secrets masked."""
+    """A formatter whose output (message and traceback) has `uri`'s secrets masked
+    and nothing a terminal would act on (`printable`)."""
 
     def __init__(self, fmt: str, uri: str | None) -> None:
         super().__init__(fmt)
         self._uri = uri
 
     def format(self, record: logging.LogRecord) -> str:
-        return mask_secrets(super().format(record), self._uri)
+        # Records quote store strings (a call's name, a session id): escaped line by line.
+        text = mask_secrets(super().format(record), self._uri)
+        return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def fail(
@@ -128,41 +158,69 @@ def fail(
     """
     console = stderr_console()
     if debug and sys.exc_info()[0] is not None:
-        console.print(mask_secrets(traceback.format_exc(), uri), markup=False)
+        for line in mask_secrets(traceback.format_exc(), uri).splitlines():
+            console.print(printable(line), markup=False, soft_wrap=True)
     message = mask_secrets(message, uri, embedded=False)
-    console.print(f"error: {message}", markup=False, soft_wrap=True)
+    console.print(f"error: {printable(message, ERROR_LINE_LIMIT)}", markup=False, soft_wrap=True)
     raise typer.Exit(exit_code)
+
+
+#: An error line's length at most: what it quotes from the store or a driver is cut.
+ERROR_LINE_LIMIT = 2_000
 
 
 def explain(error: BaseException, uri: str | None, *, store_name: str | None = None) -> str:
     """One line saying what failed and how to fix it, with secrets masked.
 
     The library's line when it has one (`adk_pairing.shells.errors.store_failure`:
-    the same words the library raises); else a bad URI or the failure's type.
+    the same words the library raises); else the failure's type and first line.
     The store is called `store_name`, by default its masked URI.
     """
-    known = store_failure(error, uri, store_name=store_name)
+    where = store_name or (mask_uri(uri) if uri else "the store")
+    return recognised(error, uri, where) or _unrecognised(error, uri, where)
+
+
+def recognised(error: BaseException, uri: str | None, where: str) -> str | None:
+    """`explain`'s line for a failure whose cause it knows, else None."""
+    known = store_failure(error, uri, store_name=where)
     if known is not None:
         return mask_secrets(str(known), uri, embedded=False)
-    where = store_name or (mask_uri(uri) if uri else "the store")
-    chain = list(causes(error))
-    first = chain[0]
-    if isinstance(first, ValueError):
-        message = mask_secrets(str(first), uri).strip().rstrip(".")
-        if "module not found" in message or "synchronous driver" in message:
-            hint = "Install the URI's database driver, or name an async one it has"
-        else:
-            hint = "Use a URI ADK accepts"
-        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{escape_hint(uri)}"
-    for cause in chain:
-        if isinstance(cause, OSError) and cause.errno is not None:
+    for cause in causes(error):
+        if isinstance(cause, ValueError) and uri and escape_hint(uri):
+            # A driver misread the URI: its password holds a raw delimiter.
+            return bad_uri_message(cause, uri)
+        if (
+            isinstance(cause, OSError)
+            and cause.errno is not None
+            and not isinstance(cause, BrokenPipeError)
+        ):
             return f"cannot connect to {where}: {mask_secrets(str(cause), uri)}."
-    detail = mask_secrets(str(first), uri).strip().splitlines()
+    return None
+
+
+def _unrecognised(error: BaseException, uri: str | None, where: str) -> str:
+    """The line for a failure `recognised` does not know: its type and first line."""
+    detail = mask_secrets(str(error), uri).strip().splitlines()
     summary = detail[0] if detail else ""
     return (
-        f"{type(first).__name__} while reading {where}: {summary} "
+        f"{type(error).__name__} while reading {where}: {summary} "
         "(run again with --debug for the traceback)"
     )
+
+
+def unexpected(error: BaseException, uri: str | None, where: str) -> str:
+    """The line for a command stopped by a failure nobody recognised."""
+    return f"unexpected {_unrecognised(error, uri, where)}"
+
+
+def bad_uri_message(error: ValueError, uri: str) -> str:
+    """Why the service could not be built from `uri` (its constructor's ValueError)."""
+    message = mask_secrets(str(error), uri).strip().rstrip(".")
+    if "module not found" in message or "synchronous driver" in message:
+        hint = "Install the URI's database driver, or name an async one it has"
+    else:
+        hint = "Use a URI ADK accepts"
+    return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{escape_hint(uri)}"
 
 
 def print_table(console: Console, table: Table) -> None:
@@ -178,8 +236,8 @@ def print_table(console: Console, table: Table) -> None:
 
 
 def dumps(data: object) -> str:
-    """JSON for machine readers: stable key order, ASCII-safe, no NaN."""
-    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    """JSON for machine readers: stable key order, no NaN, any stored string (`json_text`)."""
+    return json_text(data)
 
 
 def human_age(seconds: float) -> str:

@@ -70,6 +70,7 @@ from ._demo_agent import (
     build_agent,
     user_message,
 )
+from ._printable import printable
 
 #: The warning ADK >= 2.10 logs when it removes an unanswered call from a request.
 ADK_DROP_WARNING = "Dropping function calls with no matching function response"
@@ -525,7 +526,7 @@ def render(report: DemoReport, console: Console) -> None:
     checks = {check.id: check for check in report.checks}
 
     def say(text: str) -> None:
-        console.print(text, markup=False)
+        console.print(printable(text), markup=False)
 
     def mark(name: str) -> str:
         return "✓" if checks[name].passed else "✗"

@@ -46,9 +46,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..shells.masking import mask_secrets
-from ._common import CliError, explain, output_policy, run, stderr_console
+from ..shells.masking import mask_secrets, mask_uri
+from ._common import (
+    EXIT_ERROR,
+    EXIT_UNEXPECTED,
+    CliError,
+    output_policy,
+    recognised,
+    run,
+    stderr_console,
+    unexpected,
+)
 from ._direct.base import Shard
+from ._printable import printable
 from ._scan import Hooks, ScanOptions, close_reader, open_reader, progress_bar, scan_store
 from ._scan_report import ScanResult, broken_session_record, sum_reports
 from ._stop import StopRequest, forward_signals, held, stop_on_forwarded_signals, stop_on_signals
@@ -137,6 +147,10 @@ def scan_in_jobs(
     os.close(lifeline_read)
     try:
         _pump(workers, streamed, stop)
+    except BaseException:
+        # The output closed, or worse: no worker may block on a pipe nobody reads.
+        _kill_others(workers, None)
+        raise
     finally:
         _reap(workers)
         os.close(lifeline_write)
@@ -201,7 +215,7 @@ def _pump(workers: list[_Worker], streamed: Streamed, stop: StopRequest) -> None
     selector.close()
 
 
-def _kill_others(workers: list[_Worker], failed: _Worker) -> None:
+def _kill_others(workers: list[_Worker], failed: _Worker | None) -> None:
     """A worker's error ends the scan: the others' reading is of no use."""
     for worker in workers:
         if worker is not failed and worker.pid:
@@ -236,7 +250,8 @@ def _worker(
     out = os.fdopen(out_fd, "wb")
 
     def send(*message: Any) -> None:
-        out.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        # ASCII: a lone surrogate from the store travels as JSON's escape of it.
+        out.write(json.dumps(message).encode() + b"\n")
         out.flush()
 
     try:
@@ -250,9 +265,14 @@ def _worker(
         pass  # the parent is gone
     except BaseException as error:
         if debug:
-            os.write(2, mask_secrets(traceback.format_exc(), uri).encode())
+            os.write(2, printable(mask_secrets(traceback.format_exc(), uri)).encode())
+        where = mask_uri(uri)
+        known = recognised(error, uri, where)
         with contextlib.suppress(OSError):
-            send("error", explain(error, uri), 2)
+            if known is not None:
+                send("error", known, EXIT_ERROR)
+            else:
+                send("error", unexpected(error, uri, where), EXIT_UNEXPECTED)
     finally:
         with contextlib.suppress(OSError):
             out.flush()

@@ -37,7 +37,7 @@ import enum
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,7 @@ from ._direct.base import (
     Unsupported,
     Window,
 )
+from ._printable import printable
 from ._scan_report import Finding, ScanResult, count_of, findings_of
 from ._stop import StopRequest
 from ._store import OpenedStore
@@ -182,7 +183,7 @@ async def scan_store(
             # first would cost Redis a second pass over every session).
             result.apps = sorted(result.per_app)
         if not result.partial:
-            await refuse_names_matching_nothing(store, reader, window, result)
+            await refuse_names_matching_nothing(store, reader, window, result.per_app)
     finally:
         close_reader(reader)
     result.findings.sort(key=lambda f: (f.status != "missing", f.call_time, f.user, f.session))
@@ -242,15 +243,16 @@ async def _until_done_or_stopped(
         task.result()  # its exception, if any
 
 
-#: Names shown when an error lists what a store holds.
+#: Names shown when an error lists what a store holds, and the width of each.
 _NAMES_SHOWN = 10
+_NAME_WIDTH = 80
 
 
 def _names(names: Sequence[str], noun: str) -> str:
     """`names` for an error: ``2 apps: desk, shop``, cut after `_NAMES_SHOWN`."""
     if not names:
         return f"no {noun}s"
-    shown = ", ".join(repr(name) for name in names[:_NAMES_SHOWN])
+    shown = ", ".join(printable(repr(name), _NAME_WIDTH) for name in names[:_NAMES_SHOWN])
     more = ", …" if len(names) > _NAMES_SHOWN else ""
     return f"{count_of(len(names), noun)}: {shown}{more}"
 
@@ -267,7 +269,7 @@ async def _users_of(service: BaseSessionService, apps: Sequence[str]) -> list[st
 
 
 async def refuse_names_matching_nothing(
-    store: OpenedStore, reader: DirectReader | None, window: Window, result: ScanResult
+    store: OpenedStore, reader: DirectReader | None, window: Window, met: Collection[str]
 ) -> None:
     """Raises `CliError` when an ``--app`` or the ``--user`` names nothing the store holds.
 
@@ -275,10 +277,11 @@ async def refuse_names_matching_nothing(
     nothing for a name (so a scan that found sessions costs nothing more);
     the time window and the shard are left out: an app or user with no session
     *in the window* is a true answer, one with no session at all is a typo.
+    `met` holds the apps the scan met sessions of.
     """
     where = store.masked_uri
     named = list(window.apps or ())
-    absent = [app for app in named if app not in result.per_app]
+    absent = [app for app in named if app not in met]
     if absent:
         held = await reader.list_apps() if reader is not None else None
         if held is not None:
@@ -297,7 +300,7 @@ async def refuse_names_matching_nothing(
                         f"no session{whose} in app {app!r} at {where} (this store cannot "
                         "list the apps it holds): check the --app and --user names"
                     )
-    if window.user is None or result.per_app or reader is None:
+    if window.user is None or met or reader is None:
         return
     if await reader.count(Window(apps=window.apps, user=window.user)):
         return
@@ -306,6 +309,18 @@ async def refuse_names_matching_nothing(
     scope = f"app {', '.join(map(repr, named))}" if named else "any app"
     held = f": it holds {_names(users, 'user')}" if users is not None else ""
     raise CliError(f"user {window.user!r} has no session in {scope} at {where}{held}")
+
+
+async def refuse_unknown_app_or_user(store: OpenedStore, app: str, user: str) -> None:
+    """Raises `CliError`, as `scan` does, when `app`, or `user` in it, names nothing stored.
+
+    For ``show``, once it found no session of `user` in `app`.
+    """
+    reader, _ = await open_reader(store, ReaderChoice.AUTO, [app])
+    try:
+        await refuse_names_matching_nothing(store, reader, Window(apps=[app], user=user), ())
+    finally:
+        close_reader(reader)
 
 
 def _no_app_listing_message(service: BaseSessionService, reason: str | None) -> str:

@@ -19,8 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..ledger import CallStatus, analyze
-from ._common import CliError, human_age, print_table, short
+from ._common import PIPE_WIDTH, CliError, human_age, print_table
 from ._direct.base import Shard
+from ._printable import printable
 
 
 @dataclass(frozen=True)
@@ -313,11 +314,29 @@ def _counts_line(counts: AppCounts) -> str:
     )
 
 
+#: Widths of the scan table's columns, and of a name quoted in a line; `--json` has them whole.
+APP_WIDTH = 24
+USER_WIDTH = 24
+SESSION_WIDTH = 38
+CALL_ID_WIDTH = 40
+NAME_WIDTH = 32
+#: Store strings quoted in a line (unreadable sessions, app names).
+LINE_NAME_WIDTH = 80
+
+
 def render(result: ScanResult, console: Console, *, limit: int) -> None:
-    """The human summary: counts, per app when there are several, then findings."""
-    apps = ",".join(result.apps) if result.apps else "(none)"
-    scope = f"apps={apps} user={result.user if result.user is not None else '(all)'}"
-    console.print(f"Store {result.store}  {scope}", markup=False)
+    """The human summary: findings first, then the counts, which stay on screen.
+
+    Every string from the store goes through `printable`: escaped, and cut to
+    its column's width (``--json`` carries it whole).
+    """
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, emoji=False)
+
+    apps = ",".join(printable(app, LINE_NAME_WIDTH) for app in result.apps) or "(none)"
+    user = printable(result.user, LINE_NAME_WIDTH) if result.user is not None else "(all)"
+    say(f"Store {printable(result.store)}  apps={apps} user={user}")
     notes = []
     if result.reader != "get_session":
         strict = result.mode == "strict"
@@ -327,64 +346,62 @@ def render(result: ScanResult, console: Console, *, limit: int) -> None:
     if result.merged_shards:
         notes.append(f"{result.merged_shards} shards merged")
     extra = f" ({', '.join(notes)})" if notes else ""
-    console.print(f"Read by {result.reader}{extra}", markup=False)
+    say(f"Read by {printable(result.reader)}{extra}")
     if result.fallback_reason:
-        console.print(
-            f"(not read directly: {result.fallback_reason}; used get_session)", markup=False
+        say(f"(not read directly: {printable(result.fallback_reason)}; used get_session)")
+    several_apps = len(result.per_app) > 1
+    shown = result.findings[:limit]
+    if shown:
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        columns = ("app",) if several_apps else ()
+        for column in (*columns, "user", "session", "call id", "name", "status", "age"):
+            table.add_column(column, overflow="fold")
+        for finding in shown:
+            style = "red" if finding.status == "missing" else "yellow"
+            leading = (Text(printable(finding.app, APP_WIDTH)),) if several_apps else ()
+            call_id = finding.call_id
+            table.add_row(
+                *leading,
+                Text(printable(finding.user, USER_WIDTH)),
+                Text(printable(finding.session, SESSION_WIDTH)),
+                Text(printable(call_id, CALL_ID_WIDTH) if call_id else "(no id)"),
+                Text(printable(finding.name, NAME_WIDTH)),
+                Text(finding.status, style=style),
+                human_age(finding.age_seconds),
+            )
+        print_table(console, table)
+    hidden = len(result.findings) - len(shown)
+    if hidden > 0 and shown:
+        say(f"… and {count_of(hidden, 'more call')} not listed (--limit, or --json for all)")
+    elif hidden > 0:
+        say(f"{count_of(hidden, 'call')} not listed (--limit {limit}; --json lists them)")
+    for item in result.unreadable[:limit]:
+        where = " ".join(
+            f"{key}={printable(item[key], LINE_NAME_WIDTH)}" for key in ("app", "user", "session")
         )
+        say(f"unreadable: {where}: {printable(item['error'], 2 * PIPE_WIDTH)}")
+    if len(result.unreadable) > limit:
+        say(f"… and {len(result.unreadable) - limit:,} more unreadable sessions")
+    if result.missing_calls:
+        say(MISSING_NEXT_STEP)
+    # The counts come last, so that they are what a terminal keeps on screen.
+    if result.vanished_sessions:
+        say(f"{result.vanished_sessions:,} sessions disappeared between listing and reading")
     stopped = " (partial: stopped before the end)" if result.partial else ""
-    console.print(
+    say(
         f"Scanned {count_of(result.sessions_scanned, 'session')}{stopped} in "
-        f"{result.elapsed_seconds:.1f} s: {_counts_line(result)}",
-        markup=False,
+        f"{result.elapsed_seconds:.1f} s: {_counts_line(result)}"
     )
     if len(result.per_app) > 1 or (result.per_app and len(result.apps) > 1):
         for app, counts in sorted(result.per_app.items()):
             unreadable = (
                 f", {counts.unreadable_sessions:,} unreadable" if counts.unreadable_sessions else ""
             )
-            console.print(
-                f"  app {app}: {count_of(counts.sessions_scanned, 'session')}, "
-                f"{_counts_line(counts)}{unreadable}",
-                markup=False,
+            say(
+                f"  app {printable(app, LINE_NAME_WIDTH)}: "
+                f"{count_of(counts.sessions_scanned, 'session')}, "
+                f"{_counts_line(counts)}{unreadable}"
             )
-    if result.vanished_sessions:
-        console.print(
-            f"{result.vanished_sessions:,} sessions disappeared between listing and reading",
-            markup=False,
-        )
-    several_apps = len(result.per_app) > 1
-    if result.findings:
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        columns = ("app",) if several_apps else ()
-        for column in (*columns, "user", "session", "call id", "name", "status", "age"):
-            table.add_column(column, overflow="fold")
-        for finding in result.findings[:limit]:
-            style = "red" if finding.status == "missing" else "yellow"
-            leading = (Text(short(finding.app, 24)),) if several_apps else ()
-            table.add_row(
-                *leading,
-                Text(short(finding.user, 24)),
-                Text(short(finding.session, 38)),
-                Text(finding.call_id or "(no id)"),
-                Text(short(finding.name, 32)),
-                Text(finding.status, style=style),
-                human_age(finding.age_seconds),
-            )
-        print_table(console, table)
-        hidden = len(result.findings) - limit
-        if hidden > 0:
-            console.print(f"… and {hidden:,} more calls (--limit, or --json for all)")
-    for item in result.unreadable[:limit]:
-        console.print(
-            f"unreadable: app={item['app']} user={item['user']} session={item['session']}: "
-            f"{item['error']}",
-            markup=False,
-        )
-    if len(result.unreadable) > limit:
-        console.print(f"… and {len(result.unreadable) - limit:,} more unreadable sessions")
-    if result.missing_calls:
-        console.print(MISSING_NEXT_STEP, markup=False)
 
 
 #: The footer under missing calls: what the finding means and what to do about it.

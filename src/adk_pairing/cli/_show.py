@@ -23,6 +23,7 @@ from ..core.placeholders import METADATA_KEY, is_synthetic
 from ..ledger import CallStatus, analyze
 from ..shells.service import PairingSessionService
 from ._common import CliError, print_table, short
+from ._printable import printable
 from ._store import OpenedStore
 
 
@@ -66,15 +67,23 @@ def event_json(event: Event, call_status: dict[tuple[str, int], str]) -> dict[st
     return data
 
 
+#: Widths of store strings in the text (``--json`` has them whole).
+NAME_WIDTH = 48
+ID_WIDTH = 64
+AUTHOR_WIDTH = 24
+
+
 def _describe(part: dict[str, Any]) -> str:
     if part["kind"] in {"call", "response"}:
-        label = f"{part['kind']} {part['name']} ({part['id'] or 'no id'})"
+        call_id = printable(part["id"], ID_WIDTH) if part["id"] else "no id"
+        label = f"{part['kind']} {printable(part['name'], NAME_WIDTH)} ({call_id})"
         status = part.get("status")
         if part["kind"] == "call" and status and status != CallStatus.ANSWERED.value:
-            label += f" [{status}]"
+            label += f" [{printable(status, NAME_WIDTH)}]"
         return label
     if part["kind"] in {"text", "thought"}:
-        return f"{part['kind']} {json.dumps(short(part['text'], 40), ensure_ascii=False)}"
+        quoted = json.dumps(short(part["text"], 40), ensure_ascii=False)
+        return f"{part['kind']} {printable(quoted)}"
     return "(other part)"
 
 
@@ -160,12 +169,15 @@ async def _no_such_session(store: OpenedStore, app: str, user: str, session_id: 
     listing = f"adk-pairing show {where} --app {shlex.quote(app)} --user {shlex.quote(user)}"
     neighbours = await list_sessions(store, app=app, user=user)
     if not neighbours:
+        from ._scan import refuse_unknown_app_or_user  # the scan's own check, not a copy
+
+        await refuse_unknown_app_or_user(store, app, user)
         return (
             f"no session {session_id!r}: user {user!r} has no sessions in app {app!r} at "
             f"{store.masked_uri}. Check the --app and --user names (adk-pairing scan "
             f"{where} lists the apps)"
         )
-    ids = ", ".join(item["session"] for item in neighbours[:_IDS_SHOWN])
+    ids = ", ".join(printable(item["session"], ID_WIDTH) for item in neighbours[:_IDS_SHOWN])
     more = ", …" if len(neighbours) > _IDS_SHOWN else ""
     return (
         f"no session {session_id!r} of user {user!r} in app {app!r} at {store.masked_uri}; "
@@ -177,16 +189,25 @@ def render_listing(
     store: str, app: str, user: str, sessions: list[dict[str, Any]], console: Console
 ) -> None:
     """`show` without ``--session``: the user's sessions in the app, newest first."""
-    console.print(f"{len(sessions)} sessions of user {user} in app {app}  ({store})", markup=False)
+    console.print(
+        f"{len(sessions)} session{'' if len(sessions) == 1 else 's'} of user "
+        f"{printable(user, ID_WIDTH)} in app "
+        f"{printable(app, ID_WIDTH)}  ({printable(store)})",
+        markup=False,
+    )
     for item in sessions:
         when = datetime.datetime.fromtimestamp(item["last_update_time"], datetime.UTC)
-        console.print(f"{item['session']}  updated {when:%Y-%m-%d %H:%M:%S} UTC", markup=False)
+        console.print(
+            f"{printable(item['session'], ID_WIDTH)}  updated {when:%Y-%m-%d %H:%M:%S} UTC",
+            markup=False,
+        )
 
 
 def render(shown: ShownSession, console: Console) -> None:
     """Stored events and view side by side, one row per view event."""
     console.print(
-        f"Session app={shown.app} user={shown.user} session={shown.session}  ({shown.store})",
+        f"Session app={printable(shown.app, ID_WIDTH)} user={printable(shown.user, ID_WIDTH)} "
+        f"session={printable(shown.session, ID_WIDTH)}  ({printable(shown.store)})",
         markup=False,
     )
     console.print(
@@ -205,7 +226,7 @@ def render(shown: ShownSession, console: Console) -> None:
             statuses = sorted({p.get("status", "") for p in event["parts"]} - {""})
             table.add_row(
                 "+",
-                Text(event["author"]),
+                Text(printable(event["author"], AUTHOR_WIDTH)),
                 "",
                 Text(f"{_cell(event)}  synthetic: {', '.join(statuses)}", style="cyan"),
             )
@@ -214,7 +235,7 @@ def render(shown: ShownSession, console: Console) -> None:
         same = stored_event is not None and event["parts"] == stored_event["parts"]
         table.add_row(
             str(position) if position is not None else "?",
-            Text(event["author"]),
+            Text(printable(event["author"], AUTHOR_WIDTH)),
             Text(_cell(stored_event)),
             Text("=" if same else _cell(event)),
         )

@@ -37,6 +37,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk import close_session_service, sqlite_service_parses_uris
 from ..shells.errors import (
+    PairingError,
     UnknownEngineOptionError,
     directory_message,
     not_sqlite_message,
@@ -48,7 +49,7 @@ from ..shells.factory import create_inner_session_service
 from ..shells.masking import mask_uri
 from ..shells.store_layouts import SQLITE_SCHEME_OF, sqlite_layout
 from ..shells.uris import inner_uri
-from ._common import URI_EXAMPLES, CliError
+from ._common import URI_EXAMPLES, CliError, bad_uri_message
 
 #: Seconds to wait for a PostgreSQL connection before calling the server unreachable.
 CONNECT_TIMEOUT_SECONDS = 10
@@ -191,6 +192,9 @@ def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedSto
         service = _read_only_sqlite_service(path)
         return OpenedStore(service=service, uri=target, read_only=how, sqlite_path=path)
     try:
+        # A port that is no number (a raw "#" or "/" in the password ends the
+        # netloc early) is found here, not by a driver at its first read.
+        urlsplit(target).port  # noqa: B018 - parsing it is the check
         service = create_inner_session_service(target, **factory_options)
     except UnknownEngineOptionError as error:
         raise CliError(
@@ -198,6 +202,11 @@ def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedSto
                 error.names, error.configuration, mask_uri(uri), "-o option"
             )
         ) from None
+    except PairingError:
+        raise  # already the one line that names the fix
+    except ValueError as error:
+        # The one place a ValueError means the URI is at fault.
+        raise CliError(bad_uri_message(error, uri)) from error
     return OpenedStore(service=service, uri=inner_uri(uri), read_only=how)
 
 

@@ -305,10 +305,12 @@ def store_failure(
         names = _type_names(cause)
         lines = mask_secrets(str(cause), uri).strip().splitlines()
         text = lines[0].rstrip(".") if lines else ""
+        # A sentence of its own: "… correct?" is not followed by a full stop.
+        stop = "" if text.endswith(("?", "!")) else "."
         if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
             return StoreLoginError(
-                f"{where} rejected the login: {text}. Fix the user name or password in the URI."
-                + escape_hint(uri, escapes=True)
+                f"{where} rejected the login: {text}{stop} "
+                "Fix the user name or password in the URI." + escape_hint(uri, escapes=True)
             )
         mysql_code = _mysql_code(cause)
         if mysql_code in MYSQL_LOGIN_CODES:
@@ -321,17 +323,22 @@ def store_failure(
                 f"{where}: {_mysql_text(cause, uri)}. Fix the database name in the URI."
             )
         if "InvalidCatalogNameError" in names:
-            return StoreDatabaseError(f"{where}: {text}. Fix the database name in the URI.")
+            return StoreDatabaseError(f"{where}: {text}{stop} Fix the database name in the URI.")
+        if "without any password configured" in text or "no password is set" in text:
+            return StoreLoginError(
+                f"{where} rejected the login: {text}{stop} The server has no password set: "
+                "remove the password from the URI."
+            )
         if "AuthenticationError" in names or (
             "ResponseError" in names and ("WRONGPASS" in text or "NOAUTH" in text)
         ):
             return StoreLoginError(
-                f"{where} rejected the login: {text}. Fix the password in the URI."
+                f"{where} rejected the login: {text}{stop} Fix the password in the URI."
                 + escape_hint(uri, escapes=True)
             )
         if isinstance(cause, socket.gaierror):
             return StoreHostError(
-                f"cannot resolve the host of {where}: {text}. Check the host name in the URI."
+                f"cannot resolve the host of {where}: {text}{stop} Check the host name in the URI."
                 + escape_hint(uri)
             )
         if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
