@@ -116,18 +116,31 @@ SELF_CHECKING_SERVICES = frozenset(
 )
 
 
+#: SQL dialects on which ``DatabaseSessionService``'s key columns compare exactly
+#: (byte for byte) by default. MySQL and MariaDB compare them in the table's
+#: collation (ADK's tables take the database default, utf8mb4_general_ci on
+#: MariaDB): case-insensitive and blind to trailing spaces, so a lookup as
+#: "ALICE" or "alice " finds alice's session. SQL Server's default collation is
+#: case-insensitive too.
+EXACT_KEY_DIALECTS = frozenset({"postgresql", "sqlite"})
+
+
 def checks_ownership(service: BaseSessionService) -> bool:
     """Whether `service` itself refuses sessions of another app or user.
 
     True only when each of `OWNER_CHECKED_METHODS` is the implementation of
     one of ADK's own services (found on the class, so a subclass that
-    overrides one of them is not trusted).
+    overrides one of them is not trusted), and, for ``DatabaseSessionService``,
+    when its database compares the keys exactly (`EXACT_KEY_DIALECTS`).
     """
     for name in OWNER_CHECKED_METHODS:
         method = getattr(type(service), name, None)
         owner = getattr(method, "__qualname__", "").rpartition(".")[0]
         if f"{getattr(method, '__module__', '')}.{owner}" not in SELF_CHECKING_SERVICES:
             return False
+    if "DatabaseSessionService" in {cls.__name__ for cls in type(service).__mro__}:
+        dialect = getattr(getattr(service, "db_engine", None), "dialect", None)
+        return getattr(dialect, "name", None) in EXACT_KEY_DIALECTS
     return True
 
 
