@@ -1,8 +1,8 @@
 """The store holds exactly what it would hold without adk-pairing.
 
 A conversation that exercises every kind of open call runs twice on each
-store (MariaDB included: the view and its appends through the decorator), once through `PairingSessionService` and once unwrapped, with the same
-scripted model answers. The stored histories (read through the unwrapped
+store (MariaDB too), once through `PairingSessionService` and once unwrapped,
+with the same scripted model answers. The stored histories (read through the unwrapped
 service) must be equal up to random ids, and the raw store (Redis values, SQL
 rows) must not contain a single adk-pairing marker, while the view of the
 same session does carry them (so the search is not vacuous).
