@@ -251,7 +251,7 @@ async def _open_db_postgres(spec: dict[str, Any]) -> Backend:
 
 
 def mariadb_rows(url: str, app_name: str | None, tables: tuple[str, ...] = SQL_TABLES) -> str:
-    """The rows of `tables` (of `app_name`, or all), as text in primary-key order.
+    """The rows of `tables` (of `app_name`, or all), as text in a stable order.
 
     PyMySQL, the driver under aiomysql, so the dump shares nothing with the
     service's engine; a table the service has not created is skipped.
@@ -273,10 +273,9 @@ def mariadb_rows(url: str, app_name: str | None, tables: tuple[str, ...] = SQL_T
                     continue
                 where = "" if app_name is None else " WHERE app_name = %s"
                 cursor.execute(
-                    f"SELECT * FROM `{table}`{where} ORDER BY 1, 2, 3",
-                    () if app_name is None else (app_name,),
+                    f"SELECT * FROM `{table}`{where}", () if app_name is None else (app_name,)
                 )
-                lines.extend(f"{table}: {row!r}" for row in cursor.fetchall())
+                lines.extend(sorted(f"{table}: {row!r}" for row in cursor.fetchall()))
         return "\n".join(lines)
     finally:
         connection.close()
