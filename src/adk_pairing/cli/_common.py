@@ -171,6 +171,17 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
             )
         if "InvalidCatalogNameError" in names:
             return f"{where}: {text}. Fix the database name in the URI."
+        code, mysql_text = _mysql_error(cause, uri)
+        if code in MYSQL_LOGIN_ERRORS:
+            return (
+                f"{where} rejected the login: {mysql_text}. "
+                "Fix the user name or password in the URI."
+                + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
+            )
+        if code in MYSQL_DATABASE_ERRORS:
+            return f"{where}: {mysql_text}. Fix the database name in the URI" + (
+                ", or grant the user access to it." if code == 1044 else "."
+            )
         if "AuthenticationError" in names or (
             "ResponseError" in names and ("WRONGPASS" in text or "NOAUTH" in text)
         ):
@@ -211,6 +222,29 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
         f"{type(first).__name__} while reading {where}: {summary} "
         "(run again with --debug for the traceback)"
     )
+
+
+#: MySQL/MariaDB server errors that refuse the login: access denied (with a
+#: password, and without one where the account wants one).
+MYSQL_LOGIN_ERRORS = frozenset({1045, 1698})
+#: ... that refuse the database: access to it denied (also what a user without
+#: rights gets for a database that does not exist), and unknown database.
+MYSQL_DATABASE_ERRORS = frozenset({1044, 1049})
+
+
+def _mysql_error(error: BaseException, uri: str | None) -> tuple[int | None, str]:
+    """(server error code, its message masked) of a MySQL driver's error, else (None, "").
+
+    PyMySQL (under aiomysql) and asyncmy raise their errors with the server's
+    code and message as ``args``; their ``str`` is the tuple's.
+    """
+    module = type(error).__module__.partition(".")[0]
+    args = error.args
+    if module not in {"pymysql", "aiomysql", "asyncmy", "MySQLdb"} or len(args) < 2:
+        return None, ""
+    if not isinstance(args[0], int):
+        return None, ""
+    return args[0], mask_secrets(str(args[1]), uri).strip().rstrip(".")
 
 
 def no_adk_tables_message(where: str) -> str:
