@@ -28,6 +28,8 @@ from adk_pairing.placeholders import METADATA_KEY
 from tests.adk_features import HAS_ADK_REDIS, HAS_SESSION_SCHEMAS, requires
 from tests.conftest import require_server
 
+from .support.backends import create_to_append
+
 runner = CliRunner()
 
 # -- seeding ----------------------------------------------------------------
@@ -130,13 +132,13 @@ async def seed(service: BaseSessionService, app_name: str) -> None:
     """Writes the plan through the service's own create_session/append_event."""
     try:
         for session_id, (user, events) in seed_plan().items():
-            session = await service.create_session(
-                app_name=app_name, user_id=user, session_id=session_id
+            session = await create_to_append(
+                service, app_name=app_name, user_id=user, session_id=session_id
             )
             for event in events:
                 await service.append_event(session, event)
         # Another app's broken session, which an `--app` scan must not count.
-        other = await service.create_session(app_name=f"{app_name}_other", user_id="alice")
+        other = await create_to_append(service, app_name=f"{app_name}_other", user_id="alice")
         await service.append_event(other, _event("agent", [_call("c-x", "refund")]))
     finally:
         close = getattr(service, "close", None)

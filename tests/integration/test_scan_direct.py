@@ -32,6 +32,8 @@ from adk_pairing.cli import app as cli_app
 from tests.adk_features import HAS_SESSION_SCHEMAS, requires
 from tests.conftest import require_server
 
+from .support.backends import create_to_append
+
 runner = CliRunner()
 
 
@@ -155,8 +157,8 @@ async def _seed(service: BaseSessionService, apps: list[str], suffix: str) -> di
             for name, events in sessions.items():
                 session_id = f"{name}-{suffix}-{app_name}"
                 ids[f"{app_name}/{name}"] = session_id
-                session = await service.create_session(
-                    app_name=app_name, user_id=user_of(name), session_id=session_id
+                session = await create_to_append(
+                    service, app_name=app_name, user_id=user_of(name), session_id=session_id
                 )
                 for event in events:
                     await service.append_event(session, event)

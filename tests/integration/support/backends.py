@@ -250,6 +250,21 @@ async def _open_db_postgres(spec: dict[str, Any]) -> Backend:
     )
 
 
+async def create_to_append(service: BaseSessionService, **keys: Any) -> Any:
+    """A new session, read back as a Runner reads it before appending.
+
+    google-adk 1.39's ``DatabaseSessionService`` on MySQL/MariaDB refuses an
+    append to the very object ``create_session`` returned ("modified in storage
+    since it was loaded"): its revision marker keeps the time zone that the
+    stored DATETIME drops. The session read back carries the stored marker.
+    """
+    created = await service.create_session(**keys)
+    keys.setdefault("session_id", created.id)
+    read = await service.get_session(**keys)
+    assert read is not None, keys
+    return read
+
+
 def mariadb_rows(url: str, app_name: str | None, tables: tuple[str, ...] = SQL_TABLES) -> str:
     """The rows of `tables` (of `app_name`, or all), as text in a stable order.
 
