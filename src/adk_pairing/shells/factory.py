@@ -152,7 +152,7 @@ def _database_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionSe
         raise ValueError(
             f"{mask_uri(uri)!r}: ADK's DatabaseSessionService keeps the times of "
             "SQLAlchemy's mariadb dialect to the second, so appends are refused as stale "
-            "(or, before google-adk 1.2x's check, events of one second reordered). "
+            "(or, on releases without that check, the events of one second reordered). "
             f"The mysql dialect serves MariaDB: use {mask_uri(mysql_form)!r}."
         )
     try:
