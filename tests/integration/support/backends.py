@@ -251,14 +251,18 @@ async def _open_db_postgres(spec: dict[str, Any]) -> Backend:
 
 
 async def create_to_append(service: BaseSessionService, **keys: Any) -> Any:
-    """A new session, read back as a Runner reads it before appending.
+    """A new session to append to; on MySQL/MariaDB read back, as a Runner reads it.
 
     google-adk 1.39's ``DatabaseSessionService`` on MySQL/MariaDB refuses an
     append to the very object ``create_session`` returned ("modified in storage
     since it was loaded"): its revision marker keeps the time zone that the
     stored DATETIME drops. The session read back carries the stored marker.
+    Other stores append to the created object, as most callers do.
     """
     created = await service.create_session(**keys)
+    dialect = getattr(getattr(service, "db_engine", None), "dialect", None)
+    if getattr(dialect, "name", None) not in ("mysql", "mariadb"):
+        return created
     keys.setdefault("session_id", created.id)
     read = await service.get_session(**keys)
     assert read is not None, keys
