@@ -391,7 +391,7 @@ SEEDED_KINDS = [
 ]
 
 #: `SEEDED_KINDS` and MariaDB, for the tests where the SQL dialect matters (the
-#: readers' queries, the update times, the app listing): ``@pytest.mark.parametrize(
+#: readers' queries and the update times' type): ``@pytest.mark.parametrize(
 #: "seeded", WITH_MARIADB, indirect=True)``. Its store is seeded once per module;
 #: the scans only read it.
 WITH_MARIADB = [*SEEDED_KINDS, pytest.param("mariadb", marks=pytest.mark.mariadb)]
@@ -509,7 +509,6 @@ def test_direct_and_get_session_readers_agree_on_every_count(
     assert not any(name == "rewound" for name, _ in found)  # the rewind annuls r1
 
 
-@pytest.mark.parametrize("seeded", WITH_MARIADB, indirect=True)
 def test_scan_without_app_covers_every_app_with_per_app_counts(seeded: Seeded) -> None:
     report = scan(seeded, *(["--user", "alice"] if seeded.requires_user else []))
     assert set(seeded.apps) <= set(report["apps"])
