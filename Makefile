@@ -10,7 +10,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo services test test-adk check-install-pin check-wheel lint docs bench profile web-check
+.PHONY: install demo services test test-adk check-install-pin check-wheel lint docs docs-check bench profile web-check
 
 # The older google-adk releases CI tests besides the newest: one constraints
 # file each (constraints/adk-<version>.txt), one virtualenv each (.venv-adk-<version>).
@@ -84,6 +84,15 @@ $(DOCS_STAMP): pyproject.toml
 # NO_MKDOCS_2_WARNING: mkdocs-material prints a banner about its end of life (May 2027) on every build.
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The built site in a real headless Chromium, 1,280 px wide: no code block cut off on any
+# page, the quick start and the API pages' members rendered, every llms.txt link loads;
+# screenshots in site-check/ to look at. Debian's `chromium` (scripts/ensure-chromium.sh
+# installs or finds it), driven over its DevTools pipe by the standard library alone.
+# Not part of CI: it needs Chromium there (see docs/development.md).
+docs-check: docs
+	CHROMIUM="$$(bash scripts/ensure-chromium.sh)" && export CHROMIUM && \
+	  $(BIN)/python scripts/check_docs_site.py
 
 bench: install services
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints the path of a headless-capable Chromium for `make web-check`.
+# Prints the path of a headless-capable Chromium for `make web-check` and `make docs-check`.
 #
 # Looks at $CHROMIUM, then `chromium` and `chromium-browser` on PATH. When none
 # is found and apt-get is usable (root on Debian/Ubuntu), installs Debian's
@@ -35,7 +35,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
 fi
 
 {
-  echo "web-check needs Chromium and found none."
+  echo "This check needs Chromium and found none."
   echo "  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y chromium"
   echo "  elsewhere:     install Chromium or Chrome and set CHROMIUM=/path/to/the/binary"
 } >&2

@@ -25,6 +25,17 @@ from .ledger import CallStatus, PairingReport, TrackedCall, analyze
 from .passes.view import PairedSession
 from .shells.adk_services import register_pairing_schemes
 from .shells.config import ConfigError, load_config, load_session_service
+from .shells.errors import (
+    ArgumentTypeError,
+    PairingError,
+    StoreConnectionError,
+    StoreDatabaseError,
+    StoreHostError,
+    StoreLayoutError,
+    StoreLoginError,
+    UnsupportedSchemeError,
+    UriPasswordError,
+)
 from .shells.masking import mask_uri
 from .shells.plugin import PairingPlugin
 from .shells.service import PairingSessionService, create_session_service
@@ -36,14 +47,23 @@ __all__ = [
     "DEFAULT_MISSING_TEXT",
     "DEFAULT_PENDING_TEXT",
     "METADATA_KEY",
+    "ArgumentTypeError",
     "CallStatus",
     "ConfigError",
     "PairedSession",
+    "PairingError",
     "PairingPlugin",
     "PairingReport",
     "PairingSessionService",
     "PlaceholderTexts",
+    "StoreConnectionError",
+    "StoreDatabaseError",
+    "StoreHostError",
+    "StoreLayoutError",
+    "StoreLoginError",
     "TrackedCall",
+    "UnsupportedSchemeError",
+    "UriPasswordError",
     "analyze",
     "create_session_service",
     "is_synthetic",

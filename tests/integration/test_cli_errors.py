@@ -54,7 +54,9 @@ def postgres_up() -> None:
 
 def test_bad_uri_scheme_is_one_line_with_examples() -> None:
     result = runner.invoke(app, ["scan", f"nosuchdb://u:{SECRET}@host/db", "--app", "a"])
-    line = assert_one_line_error(result, "bad store URI", "postgresql+asyncpg://")
+    line = assert_one_line_error(
+        result, "no session service serves the scheme", "postgresql+asyncpg"
+    )
     assert "nosuchdb://u:***@host/db" in line
 
 
@@ -255,7 +257,10 @@ def _bad_input(
     if case == "empty PostgreSQL database":
         return ["scan", _empty_postgres_database(request)], ("has no ADK session tables",)
     if case == "unknown scheme":
-        return ["scan", f"nosuchdb://u:{SECRET}@host/db", "--app", "a"], ("bad store URI",)
+        return ["scan", f"nosuchdb://u:{SECRET}@host/db", "--app", "a"], (
+            "no session service serves the scheme 'nosuchdb'. Use one of",
+            "postgresql+asyncpg",
+        )
     if case == "missing driver extra":
         # The driver is absent as far as Python's import system can tell.
         monkeypatch.setitem(sys.modules, "asyncpg", None)

@@ -82,7 +82,7 @@ from urllib.parse import quote  # noqa: E402
 
 import pytest  # noqa: E402
 
-from adk_pairing import load_session_service  # noqa: E402
+from adk_pairing import ConfigError, load_session_service  # noqa: E402
 from tests.adk_features import HAS_ADK_REDIS, requires  # noqa: E402
 from tests.conftest import IN_CI  # noqa: E402
 from tests.unit.test_secrets_never_shown import (  # noqa: E402
@@ -177,7 +177,8 @@ def test_a_right_redis_password_holding_a_percent_escape_gets_the_hint_to_write_
 
     assert exit_code == 2
     assert "rejected the login" in line
-    assert "percent-encode them: % as %25" in line
+    assert "if a % is meant literally, write it as %25" in line
+    assert "percent-encode" not in line
     assert "41cd" not in line
 
 
@@ -259,7 +260,8 @@ def test_a_right_postgres_password_holding_a_percent_escape_gets_the_hint_to_wri
     assert exit_code == 2
     assert f"postgresql+asyncpg://postgres:***@127.0.0.1:{password_postgres}/postgres" in line
     assert 'rejected the login: password authentication failed for user "postgres"' in line
-    assert "percent-encode them: % as %25" in line
+    assert "if a % is meant literally, write it as %25" in line
+    assert "percent-encode" not in line
     # Written with "%25", it logs in: whatever the store lacks, the login is not it.
     exit_code, line = scan_output(postgres_uri(password_postgres, quote(SERVER_PASSWORD, safe="")))
     assert "rejected the login" not in line, line
@@ -307,8 +309,10 @@ def test_readme_config_with_a_raw_password_fails_and_with_the_password_key_works
         return sessions_listed(path, environ)
 
     raw = f"session_service:\n  uri: pairing+postgresql+asyncpg://{user}:${{DB_PASSWORD}}@{rest}\n"
-    with pytest.raises(OSError):  # socket.gaierror: "ss#word@127.0.0.1" is no host
+    # SQLAlchemy would end the password at its "@" and look up "ss#word@127.0.0.1".
+    with pytest.raises(ConfigError, match="percent-encode it: # as %23") as refused:
         sessions(raw)
+    assert "ss#word" not in str(refused.value)
     keyed = (
         f"session_service:\n  uri: pairing+postgresql+asyncpg://{user}@{rest}\n"
         "  password: ${DB_PASSWORD}\n"

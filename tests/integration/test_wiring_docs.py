@@ -20,11 +20,21 @@ import sqlite3
 import pytest
 from google.adk.sessions import DatabaseSessionService
 
-from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic
+from adk_pairing import (
+    DEFAULT_MISSING_TEXT,
+    CallStatus,
+    PairingPlugin,
+    PairingSessionService,
+    PlaceholderTexts,
+    is_synthetic,
+)
+from adk_pairing.core.placeholders import placeholder_part
 
 from .wiring_support import (
     INTERRUPTED_TOOL,
+    REPO,
     answer_gemini_locally,
+    fenced_blocks,
     readme_blocks,
     readme_snippet,
     seed_interrupted_session,
@@ -45,6 +55,7 @@ EXECUTED_BLOCKS = {
     "services.py": "test_wiring_adk_cli.py",
     "otel-export": "test_metrics.py",
     "sqlite-wal": "test_sqlite_wal_snippet_switches_new_connections_to_write_ahead_logging",
+    "quick-start": "test_quick_start_snippet_answers_an_interrupted_call_for_the_model",
 }
 
 
@@ -102,6 +113,72 @@ def test_one_liners_wrap_sqlite_by_object_and_by_uri_and_add_the_plugin(
     assert json.loads(texts[-1])["paired"] is True
     with sqlite3.connect(tmp_path / "sessions.db") as db:
         assert db.execute("SELECT count(*) FROM events").fetchone() == (2,)
+
+
+def test_quick_start_snippet_answers_an_interrupted_call_for_the_model(tmp_path, monkeypatch):
+    """The home page's two lines, as printed, on a store a killed turn left a call in."""
+    from google.adk.events.event import Event
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+    from google.genai import types
+
+    monkeypatch.chdir(tmp_path)
+    answer_gemini_locally(monkeypatch)
+    namespace = run_snippet("quick-start")
+    session_service, runner = namespace["session_service"], namespace["runner"]
+    assert isinstance(session_service, PairingSessionService)
+    assert [type(plugin) for plugin in namespace["app"].plugins] == [PairingPlugin]
+
+    async def interrupted_then_one_turn() -> dict:
+        plain = SqliteSessionService(db_path="sessions.db")
+        session = await plain.create_session(app_name="my_app", user_id="ada")
+        for author, part in (
+            ("user", types.Part(text="Refund order 42")),
+            (
+                "assistant",
+                types.Part(function_call=types.FunctionCall(id="toolu_q1", name="refund", args={})),
+            ),
+        ):
+            role = "user" if author == "user" else "model"
+            content = types.Content(role=role, parts=[part])
+            await plain.append_event(
+                session, Event(invocation_id="inv-killed", author=author, content=content)
+            )
+        message = types.Content(role="user", parts=[types.Part(text="Did it go through?")])
+        async with session_service:
+            texts = [
+                part.text
+                async for event in runner.run_async(
+                    user_id="ada", session_id=session.id, new_message=message
+                )
+                for part in (event.content.parts if event.content else ())
+                if part.text
+            ]
+        return json.loads(texts[-1])
+
+    report = asyncio.run(interrupted_then_one_turn())
+
+    assert report["paired"] is True
+    assert {"id": "toolu_q1", "name": "refund"} in report["calls"]
+    [answer] = [result for result in report["results"] if result["id"] == "toolu_q1"]
+    assert answer["status"] == "missing"
+    assert answer["message"] == DEFAULT_MISSING_TEXT
+    with sqlite3.connect(tmp_path / "sessions.db") as db:
+        stored = [repr(row) for row in db.execute("SELECT * FROM events")]  # any schema
+    assert len(stored) == 4  # the killed turn's two events, the new message and the answer
+    assert not any("adk_pairing" in row for row in stored), "a placeholder was stored"
+
+
+@pytest.mark.parametrize("status", [CallStatus.MISSING, CallStatus.PENDING])
+def test_quick_start_shows_the_placeholders_exactly_as_the_model_receives_them(status):
+    """The JSON the home page prints is the placeholder's response, default texts and keys."""
+    printed = [
+        json.loads(body)
+        for _, language, body in fenced_blocks(REPO / "docs" / "index.md")
+        if language == "json"
+    ]
+    part = placeholder_part("toolu_1", "refund", status, PlaceholderTexts())
+
+    assert part.function_response.response in printed
 
 
 async def test_sqlite_wal_snippet_switches_new_connections_to_write_ahead_logging(

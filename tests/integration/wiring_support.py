@@ -65,6 +65,18 @@ def _body(match: re.Match[str]) -> str:
     return "".join(line.removeprefix(indent) for line in match["body"].splitlines(keepends=True))
 
 
+def fenced_blocks(document: Path) -> list[tuple[str | None, str, str]]:
+    """Every fenced block of `document`, marked or not, as (title, language, body)."""
+    return [
+        (
+            title["title"] if (title := _TITLE.search(match["info"])) else None,
+            match["lang"],
+            _body(match),
+        )
+        for match in _FENCE.finditer(document.read_text())
+    ]
+
+
 def readme_blocks() -> list[tuple[str | None, str, str]]:
     """Every fenced block between snippet markers in README.md and docs/*.md.
 

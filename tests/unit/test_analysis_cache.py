@@ -317,7 +317,10 @@ async def test_cache_size_zero_walks_every_read(monkeypatch: pytest.MonkeyPatch)
     assert walks == [1, 1]
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "10", True])
-def test_invalid_cache_size_is_rejected_with_the_allowed_values(bad: object) -> None:
-    with pytest.raises(ValueError, match="analysis_cache_size must be a whole number"):
+@pytest.mark.parametrize(
+    ("bad", "kind"), [(-1, ValueError), (1.5, TypeError), ("10", TypeError), (True, TypeError)]
+)
+def test_invalid_cache_size_is_rejected_with_the_allowed_values(bad: object, kind: type) -> None:
+    """A negative number is a bad value; a float, a string or a bool is the wrong type."""
+    with pytest.raises(kind, match="analysis_cache_size must be a whole number"):
         PairingSessionService(InMemorySessionService(), analysis_cache_size=bad)  # type: ignore[arg-type]

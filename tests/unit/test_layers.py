@@ -140,6 +140,8 @@ LAYER_OF = {
     "__main__": SHELLS,
     "shells.adk_services": SHELLS,
     "shells.config": SHELLS,
+    # The error types and the one-line messages the library and the CLI share.
+    "shells.errors": SHELLS,
     "shells.extras": SHELLS,
     "shells.factory": SHELLS,
     "shells.masking": SHELLS,
@@ -148,6 +150,8 @@ LAYER_OF = {
     "shells.service": SHELLS,
     # The decorator's calls of a SQLite store, shielded from cancellation.
     "shells.shielding": SHELLS,
+    # Which ADK service wrote a store's tables (the library and the CLI refuse the other).
+    "shells.store_layouts": SHELLS,
     "shells.uris": SHELLS,
     # The layers' packages.
     "rules": CORE,

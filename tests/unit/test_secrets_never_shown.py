@@ -32,7 +32,7 @@ import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from adk_pairing import create_session_service
+from adk_pairing import UriPasswordError, create_session_service
 from adk_pairing.cli._common import _MaskingFormatter, explain, run
 from adk_pairing.config import ConfigError, build_session_service, load_config
 from adk_pairing.factory import create_inner_session_service
@@ -212,21 +212,26 @@ def test_config_loader_reports_never_show_the_password(template, password, encod
 def test_the_driver_echo_of_a_misread_redis_password_is_rewritten_before_printing():
     """redis-py reads ":S3cret" as host and port, then says "...as 'S3cret'".
 
-    It raises on first use, not when the service is built, so the CLI's
-    one-line explanation is where the echo must be caught.
+    The library now refuses such a URI when the service is built; ADK's own
+    service, built directly, still fails on first use, and the CLI's one-line
+    explanation is where that echo must be caught.
     """
     pytest.importorskip(
         "google.adk.integrations.redis",
         reason=f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (added in 2.9)",
     )
+    from google.adk.integrations.redis import RedisSessionService, RedisSessionServiceConfig
+
     uri = "pairing+redis://:S3cret#Pw@127.0.0.1:1/0"
-    service = create_session_service(uri)
+    with pytest.raises(UriPasswordError) as refused:
+        create_session_service(uri)
+    assert "S3cret" not in str(refused.value)
+    service = RedisSessionService(
+        config=RedisSessionServiceConfig(uri=uri.removeprefix("pairing+"))
+    )
 
     async def read() -> None:
-        try:
-            await service.get_session(app_name="a", user_id="u", session_id="s")
-        finally:
-            await service.close()
+        await service.get_session(app_name="a", user_id="u", session_id="s")
 
     with pytest.raises(ValueError, match="S3cret") as raised:
         asyncio.run(read())

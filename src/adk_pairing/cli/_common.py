@@ -13,8 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
-import sqlite3
 import sys
 import traceback
 import warnings
@@ -26,15 +24,14 @@ from rich.console import Console
 from rich.segment import Segment, Segments
 from rich.table import Table
 
-from ..shells.masking import mask_secrets, mask_uri, uri_password
+# URI_EXAMPLES and no_adk_tables_message are the library's words, named here
+# for the commands that import them from this module.
+from ..shells.errors import URI_EXAMPLES as URI_EXAMPLES
+from ..shells.errors import causes, escape_hint, store_failure
+from ..shells.errors import no_adk_tables_message as no_adk_tables_message
+from ..shells.masking import mask_secrets, mask_uri
 
 T = TypeVar("T")
-
-#: What a store URI looks like, for messages.
-URI_EXAMPLES = (
-    "postgresql+asyncpg://user:password@host:5432/db, "
-    "sqlite+aiosqlite:///sessions.db or redis://localhost:6379/0"
-)
 
 #: Exit codes: 0 fine, 1 a finding or a failed check, 2 the tool could not do its job.
 EXIT_FOUND = 1
@@ -137,74 +134,18 @@ def fail(
     raise typer.Exit(exit_code)
 
 
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def _type_names(error: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(error).__mro__}
-
-
 def explain(error: BaseException, uri: str | None, *, store_name: str | None = None) -> str:
     """One line saying what failed and how to fix it, with secrets masked.
 
-    Recognises failures by their type (and, for drivers wrapped by SQLAlchemy,
-    by the driver's exception in the cause chain), so the message names the
-    real problem rather than the wrapper. The store is called `store_name`,
-    by default its masked URI.
+    The library's line when it has one (`adk_pairing.shells.errors.store_failure`:
+    the same words the library raises); else a bad URI or the failure's type.
+    The store is called `store_name`, by default its masked URI.
     """
+    known = store_failure(error, uri, store_name=store_name)
+    if known is not None:
+        return mask_secrets(str(known), uri, embedded=False)
     where = store_name or (mask_uri(uri) if uri else "the store")
-    chain = list(_causes(error))
-    for cause in chain:
-        names = _type_names(cause)
-        lines = mask_secrets(str(cause), uri).strip().splitlines()
-        text = lines[0].rstrip(".") if lines else ""
-        if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
-            return (
-                f"{where} rejected the login: {text}. Fix the user name or password in the URI."
-                + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
-            )
-        if "InvalidCatalogNameError" in names:
-            return f"{where}: {text}. Fix the database name in the URI."
-        code, mysql_text = _mysql_error(cause, uri)
-        if code in MYSQL_LOGIN_ERRORS:
-            return (
-                f"{where} rejected the login: {mysql_text}. "
-                "Fix the user name or password in the URI."
-                + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
-            )
-        if code in MYSQL_DATABASE_ERRORS:
-            return f"{where}: {mysql_text}. Fix the database name in the URI" + (
-                ", or grant the user access to it." if code == 1044 else "."
-            )
-        if "AuthenticationError" in names or (
-            "ResponseError" in names and ("WRONGPASS" in text or "NOAUTH" in text)
-        ):
-            return (
-                f"{where} rejected the login: {text}. Fix the password in the URI."
-                + _escape_hint(uri, LOGIN_HINT_CHARACTERS)
-            )
-        if isinstance(cause, socket.gaierror):
-            return (
-                f"cannot resolve the host of {where}: {text}. Check the host name in the URI."
-                + _escape_hint(uri)
-            )
-        if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
-            "ConnectionError" in names and "redis" in type(cause).__module__
-        ):
-            return (
-                f"cannot connect to {where}: {text or type(cause).__name__}. "
-                "Is the server running, and are the host and port in the URI right?"
-            )
-        if "read-only transaction" in text or "readonly database" in text:
-            return no_adk_tables_message(where)
-        if isinstance(cause, sqlite3.OperationalError) and "unable to open" in text:
-            return f"cannot open the SQLite database of {where}: {text}."
+    chain = list(causes(error))
     first = chain[0]
     if isinstance(first, ValueError):
         message = mask_secrets(str(first), uri).strip().rstrip(".")
@@ -212,7 +153,7 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
             hint = "Install the URI's database driver, or name an async one it has"
         else:
             hint = "Use a URI ADK accepts"
-        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{_escape_hint(uri)}"
+        return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{escape_hint(uri)}"
     for cause in chain:
         if isinstance(cause, OSError) and cause.errno is not None:
             return f"cannot connect to {where}: {mask_secrets(str(cause), uri)}."
@@ -221,60 +162,6 @@ def explain(error: BaseException, uri: str | None, *, store_name: str | None = N
     return (
         f"{type(first).__name__} while reading {where}: {summary} "
         "(run again with --debug for the traceback)"
-    )
-
-
-#: MySQL/MariaDB server errors that refuse the login: access denied (with a
-#: password, and without one where the account wants one).
-MYSQL_LOGIN_ERRORS = frozenset({1045, 1698})
-#: ... that refuse the database: access to it denied (also what a user without
-#: rights gets for a database that does not exist), and unknown database.
-MYSQL_DATABASE_ERRORS = frozenset({1044, 1049})
-
-
-def _mysql_error(error: BaseException, uri: str | None) -> tuple[int | None, str]:
-    """(server error code, its message masked) of a MySQL driver's error, else (None, "").
-
-    PyMySQL (under aiomysql) and asyncmy raise their errors with the server's
-    code and message as ``args``; their ``str`` is the tuple's.
-    """
-    module = type(error).__module__.partition(".")[0]
-    args = error.args
-    if module not in {"pymysql", "aiomysql", "asyncmy", "MySQLdb"} or len(args) < 2:
-        return None, ""
-    if not isinstance(args[0], int):
-        return None, ""
-    return args[0], mask_secrets(str(args[1]), uri).strip().rstrip(".")
-
-
-def no_adk_tables_message(where: str) -> str:
-    """What to say about a store holding none of ADK's tables (opened read-only, it stays so)."""
-    return (
-        f"{where} has no ADK session tables (or an older schema ADK would "
-        "upgrade), and adk-pairing opens stores read-only. Check that the URI "
-        "names the database your ADK app uses."
-    )
-
-
-#: A password holding one of these may be sent other than written: "%41" is
-#: read as "A", and the others end it early for one driver or another.
-LOGIN_HINT_CHARACTERS = "%/?#@"
-
-
-def _escape_hint(uri: str | None, characters: str = "#?/@ ") -> str:
-    """Why a URI whose password holds one of `characters` is misread, and the fix."""
-    password = uri_password(uri) if uri else None
-    if not password or not any(char in password for char in characters):
-        return ""
-    if "%" in characters:
-        return (
-            " The password holds %, /, ?, # or @, which a URI reads as escapes and delimiters;"
-            " if they are meant literally, percent-encode them: % as %25, / as %2F, ? as %3F,"
-            " # as %23, @ as %40."
-        )
-    return (
-        " The password holds a character that ends it early (#, ?, /, @ or a space);"
-        " percent-encode it: # as %23, ? as %3F, / as %2F, @ as %40, space as %20."
     )
 
 

@@ -25,10 +25,8 @@ operator reads what is stored, not the repaired view.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import os
-import re
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -38,9 +36,17 @@ from urllib.parse import quote, unquote, urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk import close_session_service, sqlite_service_parses_uris
+from ..shells.errors import (
+    UnknownEngineOptionError,
+    directory_message,
+    not_sqlite_message,
+    other_layout_message,
+    unknown_engine_options_message,
+)
 from ..shells.extras import install_line, missing_extra
 from ..shells.factory import create_inner_session_service
 from ..shells.masking import mask_uri
+from ..shells.store_layouts import SQLITE_SCHEME_OF, sqlite_layout
 from ..shells.uris import inner_uri
 from ._common import URI_EXAMPLES, CliError
 
@@ -91,41 +97,6 @@ def _sqlite_path(uri: str) -> str:
     return path[1:] if path.startswith("/") else path
 
 
-#: The SQLite schemes, by the ADK service that writes each layout.
-SQLITE_SCHEME_OF = {
-    "SqliteSessionService": "sqlite",
-    "DatabaseSessionService": "sqlite+aiosqlite",
-}
-
-
-def sqlite_layout(path: str) -> tuple[str | None, list[str]]:
-    """Which ADK service wrote the SQLite file at `path`, and the tables it holds.
-
-    The two layouts share table names; their time columns tell them apart:
-    ``SqliteSessionService`` declares ``update_time REAL`` (epoch seconds),
-    ``DatabaseSessionService`` a ``DATETIME`` (both schema versions).
-    Returns (None, tables) when there is no ``sessions`` table. Raises
-    `sqlite3.DatabaseError` for a file that is not a SQLite database.
-    """
-    connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
-    try:
-        tables = sorted(
-            row[0]
-            for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        )
-        if "sessions" not in tables:
-            return None, tables
-        columns = {
-            row[1]: str(row[2]).upper() for row in connection.execute("PRAGMA table_info(sessions)")
-        }
-    finally:
-        connection.close()
-    service = (
-        "SqliteSessionService" if columns.get("update_time") == "REAL" else "DatabaseSessionService"
-    )
-    return service, tables
-
-
 def _require_sqlite_file(uri: str, scheme: str) -> str:
     """The file of a SQLite URI, checked to hold the layout `scheme`'s service reads."""
     path = _sqlite_path(uri)
@@ -135,7 +106,7 @@ def _require_sqlite_file(uri: str, scheme: str) -> str:
             f"{where} names no SQLite file; give one, e.g. sqlite+aiosqlite:///sessions.db"
         )
     if os.path.isdir(path):
-        raise CliError(f"{path!r} (from {where}) is a directory, not a SQLite file: name the file.")
+        raise CliError(directory_message(path, where))
     if not os.path.isfile(path):
         raise CliError(
             f"no SQLite database at {path!r} (from {where}). Check the path; "
@@ -149,10 +120,7 @@ def _require_sqlite_file(uri: str, scheme: str) -> str:
     try:
         service, tables = sqlite_layout(path)
     except sqlite3.DatabaseError as error:
-        raise CliError(
-            f"{path!r} (from {where}) is not a SQLite database ({error}): name the file "
-            "your ADK app's session service writes."
-        ) from None
+        raise CliError(not_sqlite_message(path, where, error)) from None
     if service is None:
         held = f"only {', '.join(tables)}" if tables else "no tables"
         raise CliError(
@@ -161,10 +129,7 @@ def _require_sqlite_file(uri: str, scheme: str) -> str:
         )
     wanted = SQLITE_SCHEME_OF[service]
     if wanted != scheme:
-        raise CliError(
-            f"this file was written by {service}: use {wanted}:///{path} "
-            f"({scheme}:// reads the other SQLite layout)"
-        )
+        raise CliError(other_layout_message(service, path, scheme, wanted))
     return path
 
 
@@ -227,52 +192,13 @@ def open_read_only(uri: str, options: dict[str, Any] | None = None) -> OpenedSto
         return OpenedStore(service=service, uri=target, read_only=how, sqlite_path=path)
     try:
         service = create_inner_session_service(target, **factory_options)
-    except ValueError as error:
-        refused = _engine_refusal(error)
-        if refused is None:
-            raise
-        names, configuration = refused
-        several = "," in names
+    except UnknownEngineOptionError as error:
         raise CliError(
-            f"unknown -o option{'s' if several else ''} {names} for {mask_uri(uri)}: "
-            f"SQLAlchemy's engine ({configuration}) does not take {'them' if several else 'it'}; "
-            f"it takes {', '.join(engine_options())}"
+            unknown_engine_options_message(
+                error.names, error.configuration, mask_uri(uri), "-o option"
+            )
         ) from None
     return OpenedStore(service=service, uri=inner_uri(uri), read_only=how)
-
-
-_ENGINE_REFUSAL = re.compile(
-    r"Invalid argument\(s\) (?P<names>.+?) sent to create_engine\(\), "
-    r"using configuration (?P<configuration>[\w/]+)"
-)
-
-
-def _engine_refusal(error: BaseException) -> tuple[str, str] | None:
-    """The option names and configuration SQLAlchemy's ``create_engine`` refused, if it did.
-
-    ADK wraps SQLAlchemy's TypeError in a ValueError quoting the store's URL
-    (the read-only one `read_only_target` rewrote); the factory may have
-    folded the cause into the message. Either way the TypeError's text is there.
-    """
-    current: BaseException | None = error
-    while current is not None:
-        match = _ENGINE_REFUSAL.search(str(current))
-        if match is not None:
-            return match["names"], match["configuration"]
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def engine_options() -> list[str]:
-    """The keyword options SQLAlchemy's ``create_engine`` documents (its typed overload)."""
-    from typing import get_overloads
-
-    import sqlalchemy
-
-    names: set[str] = set()
-    for overload in get_overloads(sqlalchemy.create_engine):
-        names.update(inspect.signature(overload).parameters)
-    return sorted(names - {"url", "kwargs"})
 
 
 def _read_only_sqlite_service(path: str) -> BaseSessionService:

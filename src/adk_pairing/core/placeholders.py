@@ -35,7 +35,15 @@ from ..adk import adk_reads_error_code_of_responses
 from ..ledger import CallStatus, TrackedCall
 
 METADATA_KEY = "adk_pairing"
-"""Key under ``Event.custom_metadata`` that marks everything adk-pairing adds."""
+"""The key, ``"adk_pairing"``, under ``Event.custom_metadata`` that marks what a view adds.
+
+A synthetic event carries ``{"synthetic": True, "status": "missing" | "pending",
+"call_event_id": ..., "calls": [{"id": ..., "name": ..., "status": ...}]}``; the view's
+copy of a call event left unanswered in the store carries ``{"synthetic_event_id": ...,
+"pending": [...], "missing": [...]}`` (each call's id, or its name when it has none).
+Nothing under this key is ever written to the store. To tell a synthetic event, use
+`is_synthetic`.
+"""
 
 #: How every synthetic event's id starts.
 SYNTHETIC_ID_PREFIX = "adk-pairing-"

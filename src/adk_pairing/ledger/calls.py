@@ -16,20 +16,27 @@ class TrackedCall:
     """One function call and, once known, whether something answered it."""
 
     event_index: int
+    """The index of the call's event in the history."""
     part_index: int
+    """The index of the call's part in that event's content."""
     call_id: str | None
+    """The call's id, as the model or ADK gave it; None when it has none."""
     name: str
+    """The function's name."""
     held_open: bool
-    #: The author of the call's event (the agent that made it).
+    """ADK holds the call open: a long-running tool, a confirmation, a credential or input."""
     author: str
+    """The author of the call's event (the agent that made it)."""
     answered: bool = False
-    #: Left unanswered in the view on purpose (`adk_pairing.ledger.older_builders.WalksBack`).
+    """A real result answers the call."""
     withheld: bool = False
+    """Left unanswered in the view on purpose (`adk_pairing.ledger.older_builders.WalksBack`)."""
     #: The branch of the call's event: None here, set on a `BranchedCall`.
     branch: ClassVar[str | None] = None
 
     @property
     def status(self) -> CallStatus:
+        """Answered, pending (held open, unanswered) or missing (unanswered, not held open)."""
         if self.answered:
             return CallStatus.ANSWERED
         return CallStatus.PENDING if self.held_open else CallStatus.MISSING
@@ -51,11 +58,28 @@ class BranchedCall(TrackedCall):
 
 
 class CallStatus(enum.StrEnum):
-    """What the history says about one function call."""
+    """What the history says about one function call: answered, pending or missing.
+
+    A value is also the ``status`` of the placeholder that answers such a call in
+    the view and the request (``{"status": "missing", "error": ...}``), and the
+    word the CLI's reports use.
+    """
 
     ANSWERED = "answered"
+    """A result answers the call; nothing is added for it."""
     PENDING = "pending"
+    """Held open by ADK and not answered yet: answered with the pending text meanwhile.
+
+    ADK holds a call open for a long-running tool, a confirmation, a credential or
+    an input request; its real result replaces the placeholder when it arrives
+    (the text: `DEFAULT_PENDING_TEXT`, or ``pending_text=``).
+    """
     MISSING = "missing"
+    """Not answered, and nothing will answer it: answered with the missing text.
+
+    The turn that made the call ended before its result was recorded (the text:
+    `DEFAULT_MISSING_TEXT`, or ``missing_text=``).
+    """
 
 
 class CallCopies:

@@ -23,36 +23,13 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .factory import create_inner_session_service
-from .uris import PAIRING_PREFIX, REDIS_SCHEMES
-
-#: Async SQLAlchemy dialect+driver schemes that ``DatabaseSessionService``
-#: accepts but ADK's registry does not list (it reaches them by fallback).
-SQLALCHEMY_ASYNC_SCHEMES = (
-    "postgresql+asyncpg",
-    "postgresql+psycopg",
-    "postgresql+psycopg_async",
-    "mysql+aiomysql",
-    "mysql+asyncmy",
-    "mariadb+aiomysql",
-    "mariadb+asyncmy",
-    "sqlite+aiosqlite",
+from .errors import ArgumentTypeError, require_pairing_options, require_type
+from .factory import (
+    SQLALCHEMY_ASYNC_SCHEMES,
+    create_inner_session_service,
+    registry_session_schemes,
 )
-
-#: Used when the registry does not expose its schemes (a private attribute).
-_ADK_BUILTIN_SESSION_SCHEMES = ("memory", "agentengine", "sqlite", "postgresql", "mysql")
-
-
-def _registry_session_schemes(registry: Any) -> list[str]:
-    """The session schemes already in `registry`.
-
-    ADK's ``ServiceRegistry`` has no public way to list schemes; it keeps them
-    in ``_session_factories``. Read it when present, else assume ADK's built-ins.
-    """
-    factories = getattr(registry, "_session_factories", None)
-    if isinstance(factories, dict):
-        return [str(scheme) for scheme in factories]
-    return list(_ADK_BUILTIN_SESSION_SCHEMES)
+from .uris import PAIRING_PREFIX, REDIS_SCHEMES
 
 
 def register_pairing_schemes(
@@ -90,7 +67,27 @@ def register_pairing_schemes(
 
     Returns:
       The registered ``pairing+…`` schemes, sorted.
+
+    Raises:
+      ArgumentTypeError: An argument of the wrong type (a `TypeError`), e.g.
+        a single string as `extra_schemes`.
     """
+    require_pairing_options(missing_text, pending_text, analysis_cache_size)
+    if isinstance(extra_schemes, str | bytes) or not isinstance(extra_schemes, Iterable):
+        raise ArgumentTypeError(
+            f"extra_schemes must be a list of scheme names such as ['mysql+asyncmy'], "
+            f"got {type(extra_schemes).__name__}."
+        )
+    extra_schemes = list(extra_schemes)
+    for scheme in extra_schemes:
+        require_type("each of extra_schemes", scheme, str, "a scheme name", optional=False)
+    require_type(
+        "inner_kwargs",
+        inner_kwargs,
+        Mapping,
+        "a mapping of keyword arguments or None",
+        optional=True,
+    )
     if registry is None:
         from google.adk.cli.service_registry import get_service_registry
 
@@ -99,7 +96,7 @@ def register_pairing_schemes(
     inner_schemes = {
         scheme.lower()
         for scheme in (
-            *_registry_session_schemes(registry),
+            *registry_session_schemes(registry),
             *SQLALCHEMY_ASYNC_SCHEMES,
             *REDIS_SCHEMES,
             *extra_schemes,

@@ -5,7 +5,8 @@ inner service's options::
 
     session_service:
       uri: pairing+postgresql+asyncpg://${DB_USER}@db:5432/agents
-      password: ${DB_PASSWORD}      # optional: sent as written, whatever it holds
+      password: ${DB_PASSWORD:-}   # optional: sent as written, whatever it holds;
+                                    # unset or empty: no password
       pairing:                      # optional
         missing_text: "..."
         pending_text: "..."
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
+from .errors import PairingError, require_type
 from .factory import create_inner_session_service
 from .masking import mask_secrets, mask_uri
 from .uris import PAIRING_PREFIX, inner_uri, is_pairing_uri, with_password
@@ -55,7 +57,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 TOML_SUFFIXES = (".toml",)
 
 
-class ConfigError(ValueError):
+class ConfigError(PairingError, ValueError):
     """A configuration file that cannot be used; the message says where and why."""
 
     def __init__(self, path: str | os.PathLike[str], message: str) -> None:
@@ -129,6 +131,9 @@ class SessionServiceSettings:
 
 # -- environment expansion ---------------------------------------------------
 
+#: The key whose empty value means "no password" (``${DB_PASSWORD:-}``).
+_PASSWORD_KEY = "session_service.password"
+
 _REFERENCE = re.compile(
     r"\$\$\{|\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}|\$\{(?P<bad>[^}]*)\}?"
 )
@@ -150,11 +155,11 @@ def _expand_string(value: str, environ: Mapping[str, str], path: str, key_path: 
         default = match.group("default")
         if default is not None:
             return default
-        raise ConfigError(
-            path,
-            f"{key_path}: environment variable {name} is not set. Set it, or give a "
-            f"default with ${{{name}:-default}}.",
-        )
+        if key_path == _PASSWORD_KEY:
+            fix = f"Set it, or write ${{{name}:-}} to connect without a password when it is unset."
+        else:
+            fix = f"Set it, or give a default with ${{{name}:-default}}."
+        raise ConfigError(path, f"{key_path}: environment variable {name} is not set. {fix}")
 
     return _REFERENCE.sub(replace, value)
 
@@ -281,10 +286,17 @@ def load_config(
       environ: Where ``${VAR}`` values come from; `os.environ` by default.
 
     Raises:
+      ArgumentTypeError: `path` or `environ` has the wrong type.
       ConfigError: The file is unreadable, malformed, refers to an unset
         variable, has an unknown key or a wrong type, or names a plain URI
         without a ``pairing:`` block.
     """
+    require_type(
+        "path", path, (str, os.PathLike), "a file path (str or os.PathLike)", optional=False
+    )
+    require_type(
+        "environ", environ, Mapping, "a mapping of variable names to values", optional=True
+    )
     file_path = Path(path)
     data = _parse(file_path)
     if data is None:
@@ -306,7 +318,9 @@ def load_config(
 
     block = config.session_service
     uri = block.uri
-    if block.password is not None:
+    # An empty password is none: ``password: ${DB_PASSWORD:-}`` with the
+    # variable unset leaves the URI as written.
+    if block.password:
         try:
             uri = with_password(block.uri, block.password)
         except ValueError as error:

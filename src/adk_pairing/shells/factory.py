@@ -26,7 +26,9 @@ Everything it says about a URI is masked first (`adk_pairing.masking`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
@@ -37,15 +39,76 @@ from ..adk import (
     database_drops_subsecond_times,
     has_adk_redis_session_service,
 )
-from .masking import mask_secrets, mask_uri
+from .errors import (
+    RAW_PASSWORD_CHARACTERS,
+    StoreLayoutError,
+    UnknownEngineOptionError,
+    UnsupportedSchemeError,
+    UriPasswordError,
+    engine_refusal,
+    raw_password_message,
+    require_type,
+    store_failure,
+    unknown_engine_options_message,
+    unsupported_scheme_message,
+)
+from .extras import SQLALCHEMY_DIALECTS
+from .masking import mask_secrets, mask_uri, uri_password
+from .store_layouts import SQLITE_SCHEME_OF, refuse_foreign_tables, refuse_other_layout
 from .uris import PAIRING_PREFIX, REDIS_SCHEMES, inner_uri, is_pairing_uri, uri_scheme
 
 #: Redis connection settings that the URI supplies (ADK ignores these fields
 #: whenever its config has a URI).
 _REDIS_URI_FIELDS = frozenset({"uri", "host", "port", "password", "ssl", "db"})
 
+#: What a URI argument must be, for messages.
+URI_ARGUMENT = "a URI string such as 'pairing+sqlite+aiosqlite:///sessions.db'"
+
 #: Keyword ADK's CLI adds to every factory call; only some inner services use it.
 AGENTS_DIR_KWARG = "agents_dir"
+
+#: Async SQLAlchemy dialect+driver schemes that ``DatabaseSessionService``
+#: accepts but ADK's registry does not list (it reaches them by fallback).
+SQLALCHEMY_ASYNC_SCHEMES = (
+    "postgresql+asyncpg",
+    "postgresql+psycopg",
+    "postgresql+psycopg_async",
+    "mysql+aiomysql",
+    "mysql+asyncmy",
+    "mariadb+aiomysql",
+    "mariadb+asyncmy",
+    "sqlite+aiosqlite",
+)
+
+#: Used when the registry does not expose its schemes (a private attribute).
+_ADK_BUILTIN_SESSION_SCHEMES = ("memory", "agentengine", "sqlite", "postgresql", "mysql")
+
+
+def registry_session_schemes(registry: Any) -> list[str]:
+    """The session schemes already in `registry`.
+
+    ADK's ``ServiceRegistry`` has no public way to list schemes; it keeps them
+    in ``_session_factories``. Read it when present, else assume ADK's built-ins.
+    """
+    factories = getattr(registry, "_session_factories", None)
+    if isinstance(factories, dict):
+        return [str(scheme) for scheme in factories]
+    return list(_ADK_BUILTIN_SESSION_SCHEMES)
+
+
+def supported_schemes() -> list[str]:
+    """The inner schemes a URI may name here: ADK's registry, its SQLAlchemy fallback, Redis."""
+    from google.adk.cli.service_registry import get_service_registry
+
+    schemes = {
+        scheme.lower()
+        for scheme in (
+            *registry_session_schemes(get_service_registry()),
+            *SQLALCHEMY_ASYNC_SCHEMES,
+            *REDIS_SCHEMES,
+        )
+    }
+    return sorted(scheme for scheme in schemes if not scheme.startswith(PAIRING_PREFIX))
 
 
 def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
@@ -64,26 +127,53 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
         ADK's CLI adds ``agents_dir``; factories that do not use it drop it.
 
     Raises:
-      ValueError: The URI has no scheme, wraps twice, or the inner factory
-        rejects it. Messages show the URI with its password masked.
+      ArgumentTypeError: `uri` is not a string.
+      UnsupportedSchemeError: The URI has no scheme, wraps twice, or names a
+        scheme no service here serves.
+      UriPasswordError: The password holds a character that would end it
+        early for the store's driver (it must be percent-encoded).
+      StoreLayoutError: The SQLite file was written by ADK's other SQLite
+        service, which this one would alter; the message names the right URI.
+      ValueError: The inner factory rejects the URI. Messages show the URI
+        with its password masked.
+
+    Failures to log in to, reach or open the store happen on first use (ADK
+    connects lazily); for SQL stores they are raised as `StoreLoginError`,
+    `StoreHostError` or `StoreDatabaseError` (all `adk_pairing.PairingError`).
     """
+    require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     target = inner_uri(uri)
     if is_pairing_uri(target):
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} wraps twice; use a single prefix: "
             f"{mask_uri(PAIRING_PREFIX + inner_uri(target))!r}."
         )
     scheme = uri_scheme(target) if "://" in target else ""
     if not scheme:
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} is not a session service URI: expected "
             "<scheme>://..., e.g. 'postgresql+asyncpg://user@host:5432/db', "
             "'sqlite+aiosqlite:///sessions.db', 'redis://localhost:6379/0' or 'memory://'."
         )
 
+    _refuse_misread_password(target, scheme.lower(), uri)
+    if scheme.lower() in SQLITE_SCHEME_OF.values():
+        refuse_other_layout(target, scheme.lower())
     try:
-        return _build_inner(target, scheme, kwargs)
+        service = _build_inner(target, scheme, kwargs, uri)
+    except (StoreLayoutError, UnsupportedSchemeError, UriPasswordError, TypeError):
+        raise
     except ValueError as error:
+        refused = engine_refusal(error)
+        if refused is not None:
+            names, configuration = refused
+            raise UnknownEngineOptionError(
+                unknown_engine_options_message(
+                    names, configuration, mask_uri(uri), "keyword argument"
+                ),
+                names,
+                configuration,
+            ) from None
         # Drivers and ADK quote the URI, or a piece of a misread password
         # (redis-py: "Port could not be cast to integer value as 'S3cret'");
         # ADK < 2.13 quotes it unredacted. The cause chain would print the
@@ -92,9 +182,90 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
         if masked == str(error):
             raise
         raise ValueError(masked) from None
+    _raise_connection_failures_typed(service, uri)
+    return service
 
 
-def _build_inner(target: str, scheme: str, kwargs: dict[str, Any]) -> BaseSessionService:
+#: A host name or address as SQLAlchemy's URLs hold them (IPv6 without brackets).
+_HOST = re.compile(r"[A-Za-z0-9._~%:\-]*")
+
+
+def _refuse_misread_password(target: str, scheme: str, uri: str) -> None:
+    """Raises `UriPasswordError` when the store's driver would cut the password short.
+
+    Judged by the driver's own reading, so a password that works as written
+    is never refused: SQLAlchemy ends a password at its first "@" (the rest
+    then shows in the host name); redis-py ends the whole authority at the
+    first "#", "?" or "/" (leaving no host, or a port that is not a number).
+    """
+    password = uri_password(target)
+    if not password or not any(char in RAW_PASSWORD_CHARACTERS for char in password):
+        return
+    if scheme in REDIS_SCHEMES:
+        parts = urlsplit(target)
+        try:
+            misread = parts.port is None and not parts.hostname
+        except ValueError:  # "Port could not be cast to integer value"
+            misread = True
+    elif scheme.split("+", 1)[0] in SQLALCHEMY_DIALECTS:
+        try:
+            from sqlalchemy.engine import make_url
+        except ImportError:  # the store's extra is missing; its own error says so
+            return
+        try:
+            url = make_url(target)
+        except Exception:  # any parse failure of a URI whose password holds a raw "@"
+            misread = "@" in password
+        else:
+            # What followed the password's first "@" became host and database.
+            misread = "@" in password and (
+                _HOST.fullmatch(url.host or "") is None or "@" in (url.database or "")
+            )
+    else:
+        return
+    if misread:
+        raise UriPasswordError(raw_password_message(uri))
+
+
+def _raise_connection_failures_typed(service: BaseSessionService, uri: str) -> None:
+    """Makes a SQL store's login, host and database failures `StoreConnectionError`s.
+
+    ``DatabaseSessionService`` connects on first use, not when built; there a
+    refused login surfaces as SQLAlchemy's ``DBAPIError`` and an unknown host
+    as ``socket.gaierror``. SQLAlchemy's ``do_connect`` event lets the
+    connection be made here, so the first use raises the one-line error the
+    CLI prints (`adk_pairing.shells.errors.store_failure`) instead.
+    """
+    engine = getattr(service, "db_engine", None)
+    sync_engine = getattr(engine, "sync_engine", None)
+    if sync_engine is None:
+        return
+    from sqlalchemy import event
+
+    checked = False
+
+    def connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        nonlocal checked
+        try:
+            connection = dialect.connect(*cargs, **cparams)
+        except Exception as error:
+            failure = store_failure(error, uri)
+            if failure is None:
+                raise
+            raise failure from None
+        if not checked:
+            try:
+                refuse_foreign_tables(connection, dialect.name, uri)
+            except BaseException:
+                connection.close()
+                raise
+            checked = True
+        return connection
+
+    event.listen(sync_engine, "do_connect", connect)
+
+
+def _build_inner(target: str, scheme: str, kwargs: dict[str, Any], uri: str) -> BaseSessionService:
     from google.adk.cli.service_registry import get_service_registry
 
     service = get_service_registry().create_session_service(target, **kwargs)
@@ -102,7 +273,25 @@ def _build_inner(target: str, scheme: str, kwargs: dict[str, Any]) -> BaseSessio
         return service
     if scheme.lower() in REDIS_SCHEMES:
         return _redis_session_service(target, kwargs)
+    _refuse_unknown_dialect(target, scheme, uri)
     return _database_session_service(target, kwargs)
+
+
+def _refuse_unknown_dialect(target: str, scheme: str, uri: str) -> None:
+    """Raises `UnsupportedSchemeError` when SQLAlchemy, ADK's fallback, has no such dialect."""
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import NoSuchModuleError
+    except ImportError:  # ADK's own error names the missing module
+        return
+    try:
+        make_url(target).get_dialect()
+    except NoSuchModuleError:
+        raise UnsupportedSchemeError(
+            unsupported_scheme_message(uri, scheme, supported_schemes())
+        ) from None
+    except Exception:  # a URL SQLAlchemy cannot parse: ADK's error says so
+        return
 
 
 def _without_agents_dir(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -69,6 +69,7 @@ from ..passes.request_pass import repair_contents
 from ..passes.restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
 from ..rules.builder_check import builder_logs_quieted
 from ..wire import pairs_calls_by_id
+from .errors import require_pairing_options, require_type
 from .metrics import record_request_repairs
 from .service import PairingSessionService, _logged_once
 
@@ -108,6 +109,11 @@ class PairingPlugin(BasePlugin):
         pending_text: str | None = None,
         fill_missing_ids: bool | None = None,
     ) -> None:
+        require_type("name", name, str, "a string", optional=False)
+        require_pairing_options(missing_text, pending_text, None)
+        require_type(
+            "fill_missing_ids", fill_missing_ids, bool, "True, False or None", optional=True
+        )
         super().__init__(name=name)
         self._missing_text = missing_text
         self._pending_text = pending_text

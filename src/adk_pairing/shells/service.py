@@ -79,7 +79,13 @@ from ..core.repair import Fallback, RepairedHistory, repair_history
 from ..ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
 from ..passes.view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
 from ..wire import IrregularShape
-from .factory import create_inner_session_service
+from .errors import (
+    ArgumentTypeError,
+    UnsupportedSchemeError,
+    require_pairing_options,
+    require_type,
+)
+from .factory import URI_ARGUMENT, create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
 from .shielding import ShieldedCalls
@@ -138,6 +144,7 @@ class PairingSessionService(BaseSessionService):
         analysis_cache_size: int | None = None,
         **inner_kwargs: Any,
     ) -> None:
+        require_pairing_options(missing_text, pending_text, analysis_cache_size)
         inner = _inner_service(inner, uri, inner_kwargs)
         analysis_cache_size = _cache_size(analysis_cache_size)
         self._inner = inner
@@ -428,24 +435,31 @@ def _inner_service(
 ) -> BaseSessionService:
     """The service to wrap: `inner`, or the one `uri` names; refuses every other combination."""
     if inner is not None and uri is not None:
-        raise TypeError("PairingSessionService takes either an inner service or uri=, not both.")
+        raise ArgumentTypeError(
+            "PairingSessionService takes either an inner service or uri=, not both."
+        )
+    require_type("uri", uri, str, URI_ARGUMENT, optional=True)
     if inner is None:
         if uri is None:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "PairingSessionService needs the session service to wrap: "
                 "PairingSessionService(DatabaseSessionService(db_url=...)) or "
                 "PairingSessionService(uri='pairing+sqlite+aiosqlite:///sessions.db')."
             )
         inner = create_inner_session_service(uri, **inner_kwargs)
     elif inner_kwargs:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"Unexpected arguments {sorted(inner_kwargs)}: extra keyword arguments "
             "configure the inner service and are only accepted together with uri=."
         )
     if isinstance(inner, PairingSessionService):
-        raise TypeError("The inner service is already a PairingSessionService; wrap it once.")
+        raise ArgumentTypeError(
+            "The inner service is already a PairingSessionService; wrap it once."
+        )
     if not isinstance(inner, BaseSessionService):
-        raise TypeError(f"inner must be an ADK BaseSessionService, got {type(inner).__name__}.")
+        raise ArgumentTypeError(
+            f"inner must be an ADK BaseSessionService, got {type(inner).__name__}."
+        )
     return inner
 
 
@@ -514,12 +528,22 @@ def create_session_service(
         (see `create_inner_session_service`), e.g. ``pool_size=10``.
 
     Raises:
-      ValueError: `uri` lacks the ``pairing+`` prefix (the message shows the
-        corrected URI, password masked), `analysis_cache_size` is not a whole
-        number >= 0, or the inner service cannot be built.
+      ArgumentTypeError: An argument of the wrong type (a `TypeError`).
+      UnsupportedSchemeError: `uri` lacks the ``pairing+`` prefix (the message
+        shows the corrected URI, password masked) or names a scheme no service
+        here serves (the message lists those that are).
+      UriPasswordError, StoreLayoutError: see `create_inner_session_service`.
+      ValueError: `analysis_cache_size` is below 0, or the inner service
+        cannot be built.
+
+    A store that refuses the login, or whose host or database is wrong, is
+    found on first use, when ADK first connects (`StoreLoginError`, `StoreHostError`,
+    `StoreDatabaseError`).
     """
+    require_type("uri", uri, str, URI_ARGUMENT, optional=False)
+    require_pairing_options(missing_text, pending_text, analysis_cache_size)
     if not is_pairing_uri(uri):
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"create_session_service expects a {PAIRING_PREFIX}<uri> URI, got "
             f"{mask_uri(uri)!r}. Did you mean {mask_uri(PAIRING_PREFIX + uri)!r}? "
             "(For the unwrapped service, call "

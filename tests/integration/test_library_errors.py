@@ -1,0 +1,533 @@
+"""The library's bad-input table: each mistake is one typed error, one line, no secret.
+
+The same table the CLI's ``test_bad_input_is_one_line_naming_the_fix`` runs, for
+`create_session_service`, `PairingSessionService`, `register_pairing_schemes`
+and the config loader: the issue's cases and those of docs/cli.md that apply
+to a library (a missing file or an empty database is not an error there: the
+service sets it up, as it would unwrapped). Failures that only a server can
+show (a login, a database) are raised on first use, when ADK first connects,
+against the real PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sqlite3
+import traceback
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adk_pairing import (
+    ArgumentTypeError,
+    ConfigError,
+    PairingError,
+    StoreDatabaseError,
+    StoreHostError,
+    StoreLayoutError,
+    StoreLoginError,
+    UnsupportedSchemeError,
+    UriPasswordError,
+    create_session_service,
+    load_session_service,
+    register_pairing_schemes,
+)
+from tests.conftest import PG_HOST, PG_PORT, require_server
+
+SECRET = "s3cr3t-Pa55"
+RAW = f"{SECRET}@x#y"  # a raw "@" and "#": SQLAlchemy ends the password at the "@"
+ENCODED_WRONG = "wr%40ng-Pa55"  # percent-encoded, and simply wrong
+PG = f"{PG_HOST}:{PG_PORT}"
+
+
+def _first_use(uri: str) -> Callable[[], Any]:
+    """Builds the service for `uri` and reads from it: where ADK first connects."""
+
+    async def read() -> None:
+        service = create_session_service(uri)
+        try:
+            await service.list_sessions(app_name="a", user_id="u")
+        finally:
+            await service.close()
+
+    return lambda: asyncio.run(read())
+
+
+def _sqlite_service_file(path: Path) -> Path:
+    """A file ``adk web``'s SqliteSessionService wrote, holding one session."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    async def write() -> None:
+        await SqliteSessionService(db_path=str(path)).create_session(app_name="a", user_id="u")
+
+    asyncio.run(write())
+    return path
+
+
+def _database_service_file(path: Path) -> Path:
+    """A file DatabaseSessionService (sqlite+aiosqlite) wrote, holding one session."""
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    async def write() -> None:
+        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+        try:
+            await service.create_session(app_name="a", user_id="u")
+        finally:
+            await service.db_engine.dispose()
+
+    asyncio.run(write())
+    return path
+
+
+def _case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """(the call, the error type, what its one line must say, a file that must stay as it was)."""
+    if name == "SqliteSessionService file as sqlite+aiosqlite":
+        path = _sqlite_service_file(tmp_path / "web.db")
+        call = lambda: create_session_service(f"pairing+sqlite+aiosqlite:///{path}")  # noqa: E731
+        return call, StoreLayoutError, (f"use sqlite:///{path}",), path
+    if name == "DatabaseSessionService file as sqlite":
+        path = _database_service_file(tmp_path / "db.db")
+        call = lambda: create_session_service(f"pairing+sqlite:///{path}")  # noqa: E731
+        return call, StoreLayoutError, (f"use sqlite+aiosqlite:///{path}",), path
+    if name == "uri None":
+        return lambda: create_session_service(None), ArgumentTypeError, ("uri must be",), None
+    if name == "uri of the wrong type to the constructor":
+        from adk_pairing import PairingSessionService
+
+        return lambda: PairingSessionService(uri=5), ArgumentTypeError, ("uri must be",), None
+    if name == "unknown scheme pairing+foo":
+        return (
+            lambda: create_session_service("pairing+foo://x"),
+            UnsupportedSchemeError,
+            ("'foo'", "postgresql+asyncpg", "sqlite+aiosqlite", "redis"),
+            None,
+        )
+    if name == "unknown scheme nosuchdb with a password":
+        return (
+            lambda: create_session_service(f"pairing+nosuchdb://u:{SECRET}@host/db"),
+            UnsupportedSchemeError,
+            ("'nosuchdb'", "u:***@host"),
+            None,
+        )
+    if name == "no pairing+ prefix":
+        return (
+            lambda: create_session_service("sqlite+aiosqlite:///x.db"),
+            UnsupportedSchemeError,
+            ("pairing+sqlite+aiosqlite:///x.db",),
+            None,
+        )
+    if name == "no scheme":
+        return (
+            lambda: create_session_service("pairing+sessions.db"),
+            UnsupportedSchemeError,
+            ("is not a session service URI",),
+            None,
+        )
+    if name == "missing_text=5":
+        return (
+            lambda: create_session_service("pairing+memory://", missing_text=5),
+            ArgumentTypeError,
+            ("missing_text must be a string",),
+            None,
+        )
+    if name == "analysis_cache_size='10'":
+        return (
+            lambda: create_session_service("pairing+memory://", analysis_cache_size="10"),
+            ArgumentTypeError,
+            ("analysis_cache_size must be a whole number",),
+            None,
+        )
+    if name == "extra_schemes as one string":
+        return (
+            lambda: register_pairing_schemes(extra_schemes="mysql+asyncmy", registry=object()),
+            ArgumentTypeError,
+            ("extra_schemes must be a list",),
+            None,
+        )
+    if name == "config key of the wrong type":
+        path = tmp_path / "s.yaml"
+        path.write_text(
+            "session_service:\n  uri: pairing+memory://\n  pairing: {missing_text: 5}\n"
+        )
+        return (
+            lambda: load_session_service(path),
+            ConfigError,
+            ("session_service.pairing.missing_text: wrong type",),
+            None,
+        )
+    if name == "README password line, variable unset":
+        path = tmp_path / "s.yaml"
+        path.write_text(
+            "session_service:\n  uri: pairing+sqlite+aiosqlite:///x.db\n"
+            "  password: ${DB_PASSWORD}\n"
+        )
+        return (
+            lambda: load_session_service(path, environ={}),
+            ConfigError,
+            ("DB_PASSWORD is not set", "${DB_PASSWORD:-}"),
+            None,
+        )
+    if name == "raw @# in a PostgreSQL password":
+        return (
+            lambda: create_session_service(f"pairing+postgresql+asyncpg://postgres:{RAW}@{PG}/x"),
+            UriPasswordError,
+            ("percent-encode it: # as %23", "@ as %40"),
+            None,
+        )
+    if name == "raw # in a Redis password":
+        return (
+            lambda: create_session_service(f"pairing+redis://:{SECRET}#x@127.0.0.1:6379/0"),
+            UriPasswordError,
+            ("percent-encode it: # as %23",),
+            None,
+        )
+    if name == "SQLite path is a directory":
+        return (
+            lambda: create_session_service(f"pairing+sqlite+aiosqlite:///{tmp_path}"),
+            StoreLayoutError,
+            ("is a directory, not a SQLite file",),
+            None,
+        )
+    if name == "SQLite path is not a SQLite file":
+        path = tmp_path / "notes.txt"
+        path.write_text("not a database\n" * 100)
+        call = lambda: create_session_service(f"pairing+sqlite+aiosqlite:///{path}")  # noqa: E731
+        return call, StoreLayoutError, ("is not a SQLite database",), path
+    if name == "PostgreSQL role does not exist":
+        require_server("PostgreSQL", PG_HOST, PG_PORT)
+        return (
+            _first_use(f"pairing+postgresql+asyncpg://nosuchrole:{SECRET}@{PG}/postgres"),
+            StoreLoginError,
+            ('rejected the login: role "nosuchrole" does not exist', "Fix the user name"),
+            None,
+        )
+    if name == "PostgreSQL login refused, password already encoded":
+        require_server("PostgreSQL", PG_HOST, PG_PORT)
+        return (
+            _first_use(f"pairing+postgresql+asyncpg://nosuchrole:{ENCODED_WRONG}@{PG}/postgres"),
+            StoreLoginError,
+            ("rejected the login", "if a % is meant literally"),
+            None,
+        )
+    if name == "PostgreSQL database does not exist":
+        require_server("PostgreSQL", PG_HOST, PG_PORT)
+        return (
+            _first_use(f"pairing+postgresql+asyncpg://postgres:{SECRET}@{PG}/nosuchdb_adkp"),
+            StoreDatabaseError,
+            ('database "nosuchdb_adkp" does not exist', "Fix the database name"),
+            None,
+        )
+    if name == "nothing listening":
+        return (
+            _first_use(f"pairing+postgresql+asyncpg://postgres:{SECRET}@127.0.0.1:1/x"),
+            StoreHostError,
+            ("cannot connect to", "Is the server running"),
+            None,
+        )
+    if name == "host does not resolve":
+        return (
+            _first_use(f"pairing+postgresql+asyncpg://postgres:{SECRET}@nosuchhost.invalid/x"),
+            StoreHostError,
+            ("cannot resolve the host of", "Check the host name"),
+            None,
+        )
+    if name == "unknown engine keyword":
+        return (
+            lambda: create_session_service(
+                f"pairing+sqlite+aiosqlite:///{tmp_path}/x.db", pool_sizee=10
+            ),
+            ArgumentTypeError,
+            ("unknown keyword argument 'pool_sizee'", "it takes", "pool_size"),
+            None,
+        )
+    if name == "PairingPlugin fill_missing_ids='yes'":
+        from adk_pairing import PairingPlugin
+
+        return (
+            lambda: PairingPlugin(fill_missing_ids="yes"),
+            ArgumentTypeError,
+            ("fill_missing_ids must be True, False or None",),
+            None,
+        )
+    if name == "MariaDB user does not exist":
+        require_server("MariaDB", "127.0.0.1", 3306)
+        return (
+            _first_use(f"pairing+mysql+aiomysql://nosuchuser:{SECRET}@127.0.0.1:3306/mysql"),
+            StoreLoginError,
+            ("rejected the login: Access denied for user 'nosuchuser'", "Fix the user name"),
+            None,
+        )
+    if name == "MariaDB database does not exist":
+        require_server("MariaDB", "127.0.0.1", 3306)
+        return (
+            _first_use("pairing+mysql+aiomysql://root@127.0.0.1:3306/nosuchdb_adkp"),
+            StoreDatabaseError,
+            ("Unknown database 'nosuchdb_adkp'", "Fix the database name"),
+            None,
+        )
+    if name == "load_config(None)":
+        from adk_pairing import load_config
+
+        return lambda: load_config(None), ArgumentTypeError, ("path must be",), None
+    raise AssertionError(name)
+
+
+CASES = [
+    "SqliteSessionService file as sqlite+aiosqlite",
+    "DatabaseSessionService file as sqlite",
+    "uri None",
+    "uri of the wrong type to the constructor",
+    "unknown scheme pairing+foo",
+    "unknown scheme nosuchdb with a password",
+    "no pairing+ prefix",
+    "no scheme",
+    "missing_text=5",
+    "analysis_cache_size='10'",
+    "extra_schemes as one string",
+    "config key of the wrong type",
+    "README password line, variable unset",
+    "raw @# in a PostgreSQL password",
+    "raw # in a Redis password",
+    "SQLite path is a directory",
+    "SQLite path is not a SQLite file",
+    "PostgreSQL role does not exist",
+    "PostgreSQL login refused, password already encoded",
+    "PostgreSQL database does not exist",
+    "nothing listening",
+    "host does not resolve",
+    "unknown engine keyword",
+    "PairingPlugin fill_missing_ids='yes'",
+    "MariaDB user does not exist",
+    "MariaDB database does not exist",
+    "load_config(None)",
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_library_bad_input_is_one_typed_line_naming_the_fix(name, tmp_path, monkeypatch):
+    call, kind, needles, kept = _case(name, tmp_path, monkeypatch)
+    before = hashlib.sha256(kept.read_bytes()).hexdigest() if kept else None
+
+    with pytest.raises(kind) as raised:
+        call()
+
+    error = raised.value
+    line = str(error)
+    assert isinstance(error, PairingError), type(error)
+    assert "\n" not in line, line
+    assert SECRET not in line and "wr%40ng" not in line, line
+    for needle in needles:
+        assert needle in line, line
+    # "percent-encode" only where the password, as written, holds a raw special character.
+    assert ("percent-encode" in line) == ("raw" in name), line
+    # Nothing printed with the exception (its cause chain included) shows the secret.
+    shown = "".join(traceback.format_exception(error))
+    assert SECRET not in shown
+    if kept is not None:
+        assert hashlib.sha256(kept.read_bytes()).hexdigest() == before
+
+
+def _tables(path: Path) -> list[str]:
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return sorted(row[0] for row in connection.execute("SELECT name FROM sqlite_master"))
+    finally:
+        connection.close()
+
+
+def _round_trip(uri: str) -> int:
+    """Creates a session through the decorator and reads it back; the events it holds."""
+
+    async def run() -> int:
+        service = create_session_service(uri)
+        try:
+            created = await service.create_session(app_name="a", user_id="u")
+            read = await service.get_session(app_name="a", user_id="u", session_id=created.id)
+            assert read is not None and read.id == created.id
+            return len((await service.list_sessions(app_name="a", user_id="u")).sessions)
+        finally:
+            await service.close()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "sqlite+aiosqlite"])
+def test_a_fresh_or_empty_sqlite_file_is_set_up_as_unwrapped(scheme, tmp_path):
+    absent = tmp_path / "new.db"
+    empty = tmp_path / "empty.db"
+    empty.touch()
+
+    assert _round_trip(f"pairing+{scheme}:///{absent}") == 1
+    assert _round_trip(f"pairing+{scheme}:///{empty}") == 1
+    assert "sessions" in _tables(empty)
+
+
+def test_a_file_each_service_wrote_opens_with_its_own_scheme(tmp_path):
+    web = _sqlite_service_file(tmp_path / "web.db")
+    database = _database_service_file(tmp_path / "db.db")
+    web_tables = _tables(web)
+
+    assert _round_trip(f"pairing+sqlite:///{web}") == 2
+    assert _round_trip(f"pairing+sqlite+aiosqlite:///{database}") == 2
+    assert _tables(web) == web_tables
+    assert "adk_internal_metadata" not in web_tables
+
+
+def test_an_older_database_schema_file_is_refused_as_sqlite_and_left_as_it_was(tmp_path):
+    """DatabaseSessionService's legacy (v0, pickled) schema is its layout too."""
+    try:
+        from google.adk.sessions.schemas.v0 import Base as BaseV0
+    except ImportError:  # google-adk before the v1 schema: its one schema is the v0 one
+        path = _database_service_file(tmp_path / "v0.db")
+    else:
+        from sqlalchemy import create_engine
+
+        path = tmp_path / "v0.db"
+        engine = create_engine(f"sqlite:///{path}")
+        BaseV0.metadata.create_all(engine)
+        engine.dispose()
+    before = path.read_bytes()
+
+    with pytest.raises(StoreLayoutError, match="written by DatabaseSessionService"):
+        create_session_service(f"pairing+sqlite:///{path}")
+    assert path.read_bytes() == before
+    assert "adk_internal_metadata" not in _tables(path)
+
+
+def test_the_readme_password_line_is_optional_when_the_variable_is_unset(tmp_path):
+    from adk_pairing import load_config
+
+    path = tmp_path / "s.yaml"
+    uri = f"pairing+postgresql+asyncpg://agents@{PG}/agents"
+    path.write_text(f"session_service:\n  uri: {uri}\n  password: ${{DB_PASSWORD:-}}\n")
+
+    assert load_config(path, environ={}).uri == uri
+    assert load_config(path, environ={"DB_PASSWORD": "p@ss"}).uri == uri.replace(
+        "agents@", "agents:p%40ss@"
+    )
+
+
+# A server start costs ~13 s: the newest release only (CI's budget); the wiring
+# tests start ADK's CLI with the same services.yaml on every release.
+@pytest.mark.reliability
+@pytest.mark.postgres
+def test_adk_api_server_refuses_a_raw_password_at_start_up_with_the_fix(tmp_path, postgres_url):
+    """README's command with an unencoded password: the log ends in the one line, once.
+
+    Before, the server started and answered every session request with
+    "Internal Server Error". ADK's CLI prints a traceback above the line for
+    any service its factory cannot build; the last line is ours.
+    """
+    import subprocess
+
+    from .test_wiring_adk_cli import readme_api_server_args
+    from .wiring_support import READY_TIMEOUT, agents_copy, free_port
+
+    agents_root = agents_copy(tmp_path)
+    database = postgres_url.rsplit("/", 1)[1]
+    uri = f"pairing+postgresql+asyncpg://postgres:{RAW}@{PG}/{database}"
+    argv = readme_api_server_args(uri, agents_root)
+    log = tmp_path / "server.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*argv, "--host", "127.0.0.1", "--port", str(free_port()), "--no-reload"],
+            cwd=tmp_path,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        returncode = process.wait(timeout=READY_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+    text = log.read_text()
+    assert returncode != 0, text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("adk_pairing.shells.errors.UriPasswordError: the password in "), last
+    assert "percent-encode it: # as %23" in last
+    assert text.count("is not percent-encoded") == 1
+    assert SECRET not in text
+
+
+async def _pg(sql: str, database: str = "postgres") -> list[Any]:
+    import asyncpg
+
+    connection = await asyncpg.connect(
+        host=PG_HOST, port=PG_PORT, user="postgres", database=database
+    )
+    try:
+        return [tuple(row) for row in await connection.fetch(sql)]
+    finally:
+        await connection.close()
+
+
+async def _maria(sql: str, database: str | None = None) -> list[Any]:
+    import aiomysql
+
+    connection = await aiomysql.connect(host="127.0.0.1", user="root", db=database, autocommit=True)
+    try:
+        async with connection.cursor() as cursor:
+            await cursor.execute(sql)
+            return list(await cursor.fetchall())
+    finally:
+        connection.close()
+
+
+SERVERS = {
+    # PostgreSQL rolls a failed set-up back: before, a raw ProgrammingError and no write.
+    "postgresql": (
+        _pg,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+        f"pairing+postgresql+asyncpg://postgres@{PG}/{{name}}",
+        ("PostgreSQL", PG_HOST, PG_PORT),
+    ),
+    # MariaDB keeps what it created before the failure: before, adk_internal_metadata.
+    "mariadb": (
+        _maria,
+        "SHOW TABLES",
+        "pairing+mysql+aiomysql://root@127.0.0.1:3306/{name}",
+        ("MariaDB", "127.0.0.1", 3306),
+    ),
+}
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+@pytest.mark.parametrize("table", ["sessions", "events", "app_states"])
+def test_a_database_holding_another_applications_table_of_adks_name_is_refused_untouched(
+    server, table
+):
+    admin, list_tables, uri, (label, host, port) = SERVERS[server]
+    require_server(label, host, port)
+    name = f"adkp_foreign_{table}_{uuid.uuid4().hex[:8]}"
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    try:
+        asyncio.run(admin(f"CREATE TABLE {table} (id INT PRIMARY KEY, payload TEXT)", name))
+        before = sorted(asyncio.run(admin(list_tables, name)))
+
+        with pytest.raises(StoreLayoutError) as refused:
+            _first_use(uri.format(name=name))()
+
+        assert f"{table} lacks app_name" in str(refused.value)
+        assert "Name a database of its own" in str(refused.value)
+        assert sorted(asyncio.run(admin(list_tables, name))) == before
+    finally:
+        asyncio.run(admin(f"DROP DATABASE IF EXISTS {name}"))
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_an_empty_database_and_one_adk_set_up_still_work(server):
+    admin, _, uri, (label, host, port) = SERVERS[server]
+    require_server(label, host, port)
+    name = f"adkp_fresh_{uuid.uuid4().hex[:8]}"
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    try:
+        assert _round_trip(uri.format(name=name)) == 1  # sets the schema up, as unwrapped
+        assert _round_trip(uri.format(name=name)) == 2  # finds its own tables
+    finally:
+        asyncio.run(admin(f"DROP DATABASE IF EXISTS {name}"))
