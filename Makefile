@@ -1,6 +1,6 @@
 # Two entry points do all set-up on a fresh machine (see README.md):
 #   make demo   - shows the failure and the repair on an embedded SQLite store
-#   make test   - installs, makes sure PostgreSQL and Redis answer, runs the tests
+#   make test   - installs, makes sure PostgreSQL, MariaDB and Redis answer, runs the tests
 # litellm (a test dependency, imported by ADK's LiteLlm converter) fetches its model price
 # map from the internet on import unless told to use the copy it ships; no target here needs
 # the live one, and CI has no network beyond package registries.

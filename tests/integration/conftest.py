@@ -1,7 +1,8 @@
 """Fixtures for the integration suite: one real store per test, six kinds of store.
 
-`backend` is parametrized over every store; a test that takes it runs once
-per store. PostgreSQL and Redis are only touched by the tests that need them,
+`backend` is parametrized over those six; a test that takes it runs once per
+store. A test where the SQL dialect matters adds MariaDB (`WITH_MARIADB`).
+PostgreSQL, MariaDB and Redis are only touched by the tests that need them,
 and a missing server skips those (fails under CI=true, see tests/conftest.py).
 """
 
@@ -19,10 +20,21 @@ import pytest
 
 from adk_pairing.checks import RULES
 from tests.adk_features import HAS_ADK_REDIS, requires
-from tests.conftest import PG_HOST, PG_PORT, PG_USER, REDIS_URL, require_server
+from tests.conftest import (
+    MARIADB_HOST,
+    MARIADB_PORT,
+    PG_HOST,
+    PG_PORT,
+    PG_USER,
+    REDIS_URL,
+    mariadb_url_of,
+    require_server,
+)
 
 from .support.backends import (
+    ALL_BACKEND_KINDS,
     BACKEND_KINDS,
+    MARIADB_KIND,
     Backend,
     assert_nothing_synthetic_stored,
     open_backend,
@@ -31,6 +43,7 @@ from .support.scripted_model import REQUEST_LOG, SETUPS, VIEW_AND_PLUGIN
 
 _MARKS = {
     "db-postgres": [pytest.mark.postgres],
+    MARIADB_KIND: [pytest.mark.mariadb],
     "redis-adk": [
         pytest.mark.redis,
         requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)"),
@@ -39,11 +52,16 @@ _MARKS = {
 }
 
 
+#: The six kinds and MariaDB: ``@pytest.mark.parametrize("backend_spec",
+#: backend_params(WITH_MARIADB), indirect=True)`` on a test taking `backend`.
+WITH_MARIADB = ALL_BACKEND_KINDS
+
+
 def backend_params(kinds: tuple[str, ...] | frozenset[str] = BACKEND_KINDS) -> list[Any]:
     """`pytest.param`s for `kinds`, in the suite's order, with server markers."""
     return [
         pytest.param(kind, id=kind, marks=_MARKS.get(kind, []))
-        for kind in BACKEND_KINDS
+        for kind in ALL_BACKEND_KINDS
         if kind in kinds
     ]
 
@@ -62,6 +80,9 @@ def make_spec(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict
         # The session-scoped database, so module-scoped fixtures can use this too.
         database = request.getfixturevalue("postgres_database")
         spec["url"] = f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{database}"
+    elif kind == MARIADB_KIND:
+        require_server("MariaDB", MARIADB_HOST, MARIADB_PORT)
+        spec["url"] = mariadb_url_of(request.getfixturevalue("mariadb_database"))
     elif kind in ("redis-adk", "redis-community"):
         require_server("Redis", "127.0.0.1", 6379)
         spec["url"] = REDIS_URL

@@ -318,3 +318,78 @@ def test_readme_config_with_a_raw_password_fails_and_with_the_password_key_works
         "  password: ${DB_PASSWORD}\n"
     )
     assert sessions(keyed) == 0
+
+
+# -- MariaDB: a user of this module's own with `SERVER_PASSWORD` ---------------
+
+
+@pytest.fixture(scope="module")
+def mariadb_login(mariadb_database) -> Iterator[str]:
+    """A MariaDB user whose password is `SERVER_PASSWORD`, allowed this session's
+    database; yields its URI without the password (``{pw}`` where it goes)."""
+    from tests.conftest import MARIADB_HOST, MARIADB_PORT, mariadb_admin
+
+    user = f"adkp_{uuid.uuid4().hex[:10]}"
+    mariadb_admin(
+        f"CREATE USER '{user}'@'%' IDENTIFIED BY '{SERVER_PASSWORD}'",
+        f"GRANT ALL ON `{mariadb_database}`.* TO '{user}'@'%'",
+    )
+    try:
+        yield f"mysql+aiomysql://{user}:{{pw}}@{MARIADB_HOST}:{MARIADB_PORT}/{mariadb_database}"
+    finally:
+        mariadb_admin(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("password", ["p@ss#word", "e@x"])
+def test_a_wrong_mariadb_password_shows_our_words_whole_and_no_piece_of_it(mariadb_login, password):
+    """Real MariaDB, its own user; the wrong password written raw and percent-encoded."""
+    lines = failed_login_lines(password, lambda pw: mariadb_login.format(pw=pw))
+    for written_password, line in lines.items():
+        if written_password != password:  # read as written: the server refuses it
+            assert "rejected the login: Access denied for user" in line, line
+            assert "Fix the user name or password in the URI." in line
+
+
+@pytest.mark.mariadb
+def test_a_right_mariadb_password_holding_a_percent_escape_gets_the_hint_to_write_25(
+    mariadb_login,
+):
+    """Percent-encoded except its "%41", the right password is read with "A" and refused."""
+    exit_code, line = scan_output(mariadb_login.format(pw=quote(SERVER_PASSWORD, safe="%")))
+
+    assert exit_code == 2
+    assert mariadb_login.format(pw="***") in line
+    assert "rejected the login: Access denied for user" in line
+    assert "as %25" in line  # the hint to write a literal % as %25
+    # Written with "%25", it logs in: whatever the store lacks, the login is not it.
+    exit_code, line = scan_output(mariadb_login.format(pw=quote(SERVER_PASSWORD, safe="")))
+    assert "rejected the login" not in line, line
+
+
+@pytest.mark.mariadb
+def test_an_unknown_mariadb_database_names_the_database_as_the_thing_to_fix(mariadb_login):
+    uri = mariadb_login.format(pw=quote(SERVER_PASSWORD, safe="")).rsplit("/", 1)[0]
+    exit_code, line = scan_output(f"{uri}/adk_pairing_no_such_db")
+
+    assert exit_code == 2
+    assert "adk_pairing_no_such_db" in line and "Fix the database name in the URI" in line, line
+
+
+@pytest.mark.mariadb
+async def test_the_library_never_logs_or_raises_the_mariadb_password(mariadb_login):
+    """Through the decorator a refused login raises the driver's error; no log line and
+    no part of the exception (message, repr, traceback) holds the password."""
+    from adk_pairing import create_session_service
+    from tests.unit.test_secrets_never_shown import assert_hidden, captured_logs, described
+
+    wrong = "Wr0ng#Pass/word"
+    service = create_session_service("pairing+" + mariadb_login.format(pw=quote(wrong, safe="")))
+    try:
+        with captured_logs() as logs, pytest.raises(Exception) as raised:
+            await service.get_session(app_name="shop", user_id="alice", session_id="s1")
+    finally:
+        await service.close()
+    assert "Access denied" in described(raised.value)
+    assert_hidden(wrong, described(raised.value), "the exception")
+    assert_hidden(wrong, "\n".join(logs), "the logs")

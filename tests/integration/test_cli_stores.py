@@ -28,6 +28,8 @@ from adk_pairing.placeholders import METADATA_KEY
 from tests.adk_features import HAS_ADK_REDIS, HAS_SESSION_SCHEMAS, requires
 from tests.conftest import require_server
 
+from .support.backends import create_to_append
+
 runner = CliRunner()
 
 # -- seeding ----------------------------------------------------------------
@@ -130,13 +132,13 @@ async def seed(service: BaseSessionService, app_name: str) -> None:
     """Writes the plan through the service's own create_session/append_event."""
     try:
         for session_id, (user, events) in seed_plan().items():
-            session = await service.create_session(
-                app_name=app_name, user_id=user, session_id=session_id
+            session = await create_to_append(
+                service, app_name=app_name, user_id=user, session_id=session_id
             )
             for event in events:
                 await service.append_event(session, event)
         # Another app's broken session, which an `--app` scan must not count.
-        other = await service.create_session(app_name=f"{app_name}_other", user_id="alice")
+        other = await create_to_append(service, app_name=f"{app_name}_other", user_id="alice")
         await service.append_event(other, _event("agent", [_call("c-x", "refund")]))
     finally:
         close = getattr(service, "close", None)
@@ -176,6 +178,10 @@ def _make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> St
         return Store(kind, uri, app_name, [], path)
     if kind == "postgres":
         uri = request.getfixturevalue("postgres_url")
+        asyncio.run(seed(_sql_service(uri), app_name))
+        return Store(kind, uri, app_name, [])
+    if kind == "mariadb":
+        uri = request.getfixturevalue("mariadb_url")
         asyncio.run(seed(_sql_service(uri), app_name))
         return Store(kind, uri, app_name, [])
     if kind == "redis":
@@ -222,9 +228,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     return _make_store(request.param, request, tmp_path)
 
 
-@pytest.fixture(
-    params=["db-sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
-)
+SQL_STORES = ["db-sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+#: `SQL_STORES` and MariaDB, for the tests where the SQL dialect matters:
+#: ``@pytest.mark.parametrize("sql_store", SQL_STORES_WITH_MARIADB, indirect=True)``.
+SQL_STORES_WITH_MARIADB = [*SQL_STORES, pytest.param("mariadb", marks=pytest.mark.mariadb)]
+
+
+@pytest.fixture(params=SQL_STORES)
 def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     if request.param == "postgres":
         require_server("PostgreSQL", "127.0.0.1", 5432)
@@ -402,12 +413,36 @@ async def _postgres_snapshot(url: str) -> dict[str, Any]:
         await connection.close()
 
 
+def _mariadb_snapshot(url: str) -> dict[str, Any]:
+    """Every table of the database: its name, MariaDB's checksum and its rows in key order."""
+    from sqlalchemy.engine import make_url
+
+    from tests.conftest import mariadb_admin
+
+    from .support.backends import mariadb_rows
+
+    database = make_url(url).database
+    tables = tuple(row[0] for row in mariadb_admin("SHOW TABLES", database=database))
+    checksums = mariadb_admin(f"CHECKSUM TABLE {', '.join(tables)} EXTENDED", database=database)
+    rows = mariadb_rows(url, None, tables)
+    return {
+        "tables": tables,
+        "checksums": checksums,
+        "events_count": rows.count("\nevents: ") + rows.startswith("events: "),
+        "session_update_times": [line for line in rows.splitlines() if line[:10] == "sessions: "],
+        "rows_sha256": hashlib.sha256(rows.encode()).hexdigest(),
+    }
+
+
 def _snapshot(store: Store) -> dict[str, Any]:
     if store.path is not None:
         return _sqlite_snapshot(store.path)
+    if store.kind == "mariadb":
+        return _mariadb_snapshot(store.uri)
     return asyncio.run(_postgres_snapshot(store.uri))
 
 
+@pytest.mark.parametrize("sql_store", SQL_STORES_WITH_MARIADB, indirect=True)
 def test_scan_and_show_never_write_to_the_store(sql_store: Store) -> None:
     before = _snapshot(sql_store)
     assert before["events_count"] > 0 and before["session_update_times"]

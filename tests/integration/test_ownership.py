@@ -1,11 +1,17 @@
 """The decorator hands a session to its owner only, whatever the store.
 
-Alice owns a session holding an unanswered call. Three actors try four
+Alice owns a session holding an unanswered call. Five actors try four
 operations through `PairingSessionService` on every kind of store: alice
-herself, bob (same app, another user) and alice in another app. The table of
-outcomes must be the same on every store: only the owner reads, appends,
-lists and deletes; the others see what they would see for a session that does
-not exist.
+herself, bob (same app, another user), alice in another app, and the user ids
+"ALICE" and "alice " (the same letters in another case, and with a trailing
+space). The table of outcomes must be the same on every store: only the owner
+reads, appends, lists and deletes; the others see what they would see for a
+session that does not exist.
+
+MariaDB and MySQL compare ADK's key columns in the table's collation,
+case-insensitive and blind to trailing spaces by default (utf8mb4_general_ci),
+so ADK's ``DatabaseSessionService`` there, unwrapped, serves alice's session
+to "ALICE", "alice " and the app "SHOP" alike.
 
 google-adk-community's Redis service keys a session by its id alone, so
 unwrapped it serves alice's session to bob, lets him append to it and delete
@@ -27,11 +33,14 @@ from google.genai import types
 from adk_pairing import PairingSessionService
 from adk_pairing.adk import checks_ownership
 
+from .conftest import WITH_MARIADB, backend_params
 from .support.backends import Backend
 
 OWNER = "owner"
 OTHER_USER = "other user, same app"
 OTHER_APP = "same user, other app"
+OTHER_CASE = "the user id in capitals"
+PADDED = "the user id with a trailing space"
 OPERATIONS = ("get", "append via a view", "list", "delete")  # delete last
 
 #: What each actor achieves: True where the operation reaches alice's session.
@@ -39,6 +48,8 @@ EXPECTED = {
     OWNER: dict.fromkeys(OPERATIONS, True),
     OTHER_USER: dict.fromkeys(OPERATIONS, False),
     OTHER_APP: dict.fromkeys(OPERATIONS, False),
+    OTHER_CASE: dict.fromkeys(OPERATIONS, False),
+    PADDED: dict.fromkeys(OPERATIONS, False),
 }
 
 
@@ -96,11 +107,18 @@ async def _attempt(
     return False  # whether it reached alice's session is read from the store
 
 
+@pytest.mark.parametrize("backend_spec", backend_params(WITH_MARIADB), indirect=True)
 async def test_only_the_owner_reaches_a_session_on_every_store(backend: Backend) -> None:
     service = PairingSessionService(backend.service)
     app, other_app = backend.app_name, f"{backend.app_name}-other"
     alice, bob = "alice", "bob"
-    actors = {OWNER: (app, alice), OTHER_USER: (app, bob), OTHER_APP: (other_app, alice)}
+    actors = {
+        OWNER: (app, alice),
+        OTHER_USER: (app, bob),
+        OTHER_APP: (other_app, alice),
+        OTHER_CASE: (app, alice.upper()),
+        PADDED: (app, f"{alice} "),
+    }
 
     async def alices_session() -> str:
         session_id = backend.new_session_id()
@@ -111,7 +129,7 @@ async def test_only_the_owner_reaches_a_session_on_every_store(backend: Backend)
 
     table: dict[str, dict[str, bool]] = {}
     owners_session = await alices_session()
-    for actor in (OTHER_USER, OTHER_APP, OWNER):
+    for actor in (OTHER_USER, OTHER_APP, OTHER_CASE, PADDED, OWNER):
         actor_app, user = actors[actor]
         row: dict[str, bool] = {}
         for operation in OPERATIONS:  # the owner's delete comes last
@@ -136,11 +154,13 @@ async def test_only_the_owner_reaches_a_session_on_every_store(backend: Backend)
     assert await _stored_events(backend, app, alice, owners_session) is None  # her delete
 
 
+@pytest.mark.parametrize("backend_spec", backend_params(WITH_MARIADB), indirect=True)
 async def test_only_stores_that_do_not_check_owners_pay_for_the_check(backend: Backend) -> None:
     service = PairingSessionService(backend.service)
 
-    assert service._check_owner is (backend.kind == "redis-community")
-    assert checks_ownership(backend.service) is (backend.kind != "redis-community")
+    unchecked = backend.kind in ("redis-community", "db-mariadb")
+    assert service._check_owner is unchecked
+    assert checks_ownership(backend.service) is not unchecked
 
 
 @pytest.mark.redis

@@ -32,6 +32,8 @@ from adk_pairing.cli import app as cli_app
 from tests.adk_features import HAS_SESSION_SCHEMAS, requires
 from tests.conftest import require_server
 
+from .support.backends import create_to_append
+
 runner = CliRunner()
 
 
@@ -155,8 +157,8 @@ async def _seed(service: BaseSessionService, apps: list[str], suffix: str) -> di
             for name, events in sessions.items():
                 session_id = f"{name}-{suffix}-{app_name}"
                 ids[f"{app_name}/{name}"] = session_id
-                session = await service.create_session(
-                    app_name=app_name, user_id=user_of(name), session_id=session_id
+                session = await create_to_append(
+                    service, app_name=app_name, user_id=user_of(name), session_id=session_id
                 )
                 for event in events:
                     await service.append_event(session, event)
@@ -272,6 +274,42 @@ def _postgres_store(url: str) -> Seeded:
     return _database_store(url, _apps(), lambda ids: asyncio.run(run(ids)))
 
 
+def _mariadb_store(url: str) -> Seeded:
+    """ADK's DatabaseSessionService on MariaDB (``event_data`` is LONGTEXT there)."""
+    if not HAS_SESSION_SCHEMAS:
+        pytest.skip(requires(False, NEEDS_SCHEMAS).kwargs["reason"])
+    from sqlalchemy.engine import make_url
+
+    def corrupt(session_ids: list[str]) -> None:
+        marks = ", ".join(["%s"] * len(session_ids))
+        changed = mariadb_admin_rows(
+            make_url(url).database,
+            f"UPDATE events SET event_data = %s "
+            f"WHERE session_id IN ({marks}) AND event_data LIKE '%%breaks%%'",
+            ['{"content": 5, "author": "agent"}', *session_ids],
+        )
+        assert changed == len(session_ids)
+
+    return _database_store(url, _apps(), corrupt)
+
+
+def mariadb_admin_rows(database: str | None, statement: str, values: Any = ()) -> int:
+    """Runs one statement on the local MariaDB test server; the rows it changed."""
+    import pymysql
+
+    from tests.conftest import MARIADB_HOST, MARIADB_PORT, MARIADB_USER
+
+    connection = pymysql.connect(
+        host=MARIADB_HOST, port=MARIADB_PORT, user=MARIADB_USER, database=database,
+        autocommit=True,
+    )  # fmt: skip
+    try:
+        with connection.cursor() as cursor:
+            return cursor.execute(statement, values)
+    finally:
+        connection.close()
+
+
 async def _redis_clean(url: str, patterns: list[str]) -> None:
     import redis.asyncio as redis
 
@@ -343,16 +381,30 @@ def _community_redis_store(url: str, request: pytest.FixtureRequest) -> Seeded:
     return Seeded(uri, apps, listing_skips_malformed=True, requires_user=True, session_ids=ids)
 
 
-@pytest.fixture(
-    params=[
-        "sqlite-service",
-        "db-sqlite",
-        "db-sqlite-v0",
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("redis-adk", marks=pytest.mark.redis),
-        pytest.param("redis-community", marks=pytest.mark.redis),
-    ]
-)
+SEEDED_KINDS = [
+    "sqlite-service",
+    "db-sqlite",
+    "db-sqlite-v0",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("redis-adk", marks=pytest.mark.redis),
+    pytest.param("redis-community", marks=pytest.mark.redis),
+]
+
+#: `SEEDED_KINDS` and MariaDB, for the tests where the SQL dialect matters (the
+#: readers' queries and the update times' type): ``@pytest.mark.parametrize(
+#: "seeded", WITH_MARIADB, indirect=True)``. Its store is seeded once per module;
+#: the scans only read it.
+WITH_MARIADB = [*SEEDED_KINDS, pytest.param("mariadb", marks=pytest.mark.mariadb)]
+
+
+@pytest.fixture(scope="module")
+def mariadb_seeded(mariadb_database: str) -> Seeded:
+    from tests.conftest import mariadb_url_of
+
+    return _mariadb_store(mariadb_url_of(mariadb_database))
+
+
+@pytest.fixture(params=SEEDED_KINDS)
 def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Seeded:
     kind = request.param
     if kind == "sqlite-service":
@@ -364,6 +416,8 @@ def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Seeded:
     if kind == "postgres":
         require_server("PostgreSQL", "127.0.0.1", 5432)
         return _postgres_store(request.getfixturevalue("postgres_url"))
+    if kind == "mariadb":
+        return request.getfixturevalue("mariadb_seeded")
     url = request.getfixturevalue("redis_url")
     if kind == "redis-adk":
         pytest.importorskip(
@@ -414,6 +468,7 @@ def _unreadable(report: dict[str, Any]) -> set[tuple[str, str]]:
     [[], ["--concurrency", "1"], ["--strict"], ["--strict", "--concurrency", "1"]],
     ids=["fast", "fast-one-query-at-a-time", "strict", "strict-one-query-at-a-time"],
 )
+@pytest.mark.parametrize("seeded", WITH_MARIADB, indirect=True)
 def test_direct_and_get_session_readers_agree_on_every_count(
     seeded: Seeded, mode: list[str]
 ) -> None:
@@ -482,6 +537,7 @@ def test_scan_without_app_covers_every_app_with_per_app_counts(seeded: Seeded) -
             )
 
 
+@pytest.mark.parametrize("seeded", WITH_MARIADB, indirect=True)
 def test_since_and_until_select_sessions_by_update_time(seeded: Seeded) -> None:
     scope = [a for name in seeded.apps for a in ("--app", name)]
     if seeded.requires_user:

@@ -1,8 +1,8 @@
 """The store holds exactly what it would hold without adk-pairing.
 
 A conversation that exercises every kind of open call runs twice on each
-store, once through `PairingSessionService` and once unwrapped, with the same
-scripted model answers. The stored histories (read through the unwrapped
+store (MariaDB too), once through `PairingSessionService` and once unwrapped,
+with the same scripted model answers. The stored histories (read through the unwrapped
 service) must be equal up to random ids, and the raw store (Redis values, SQL
 rows) must not contain a single adk-pairing marker, while the view of the
 same session does carry them (so the search is not vacuous).
@@ -10,8 +10,11 @@ same session does carry them (so the search is not vacuous).
 
 from __future__ import annotations
 
+import pytest
+
 from adk_pairing import METADATA_KEY, is_synthetic
 
+from .conftest import WITH_MARIADB, backend_params
 from .support.backends import Backend, assert_nothing_synthetic_stored, synthetic_markers
 from .support.scenario import Harness, normalized_history
 from .support.scripted_model import call, calls, function_responses, text
@@ -50,6 +53,7 @@ async def _conversation(harness: Harness) -> str:
     return session_id
 
 
+@pytest.mark.parametrize("backend_spec", backend_params(WITH_MARIADB), indirect=True)
 async def test_store_holds_exactly_what_the_unwrapped_service_stores_and_no_marker(
     backend: Backend,
 ) -> None:

@@ -35,6 +35,8 @@ from google.genai import types
 from adk_pairing import METADATA_KEY
 from adk_pairing.adk import close_session_service
 
+from .support.backends import create_to_append
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 #: Every file whose marked regions hold executed snippets.
@@ -160,8 +162,8 @@ async def seed_interrupted_session_into(
     token = uuid.uuid4().hex[:12]
     seeded = SeededSession(app_name, f"user-{token}", f"session-{token}", f"toolu_{token}")
     try:
-        session = await service.create_session(
-            app_name=app_name, user_id=seeded.user_id, session_id=seeded.session_id
+        session = await create_to_append(
+            service, app_name=app_name, user_id=seeded.user_id, session_id=seeded.session_id
         )
         await service.append_event(
             session,

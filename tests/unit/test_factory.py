@@ -410,3 +410,44 @@ def test_registered_inner_kwargs_reach_the_inner_service_and_adk_kwargs_win(tmp_
 
     assert service.inner.db_engine.pool.size() == 9
     assert service.inner.db_engine.pool._max_overflow == 4
+
+
+# -- MariaDB's own dialect name ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("uri", "drops"),
+    [
+        ("mysql+aiomysql://u@127.0.0.1:1/db", False),
+        ("mysql+asyncmy://u@127.0.0.1:1/db", False),
+        ("mariadb+aiomysql://u@127.0.0.1:1/db", True),
+        ("mariadb+asyncmy://u@127.0.0.1:1/db", True),
+        ("postgresql+asyncpg://u@127.0.0.1:1/db", False),
+        ("sqlite+aiosqlite:///sessions.db", False),
+        ("not a url", False),
+    ],
+)
+def test_adk_types_microsecond_times_for_the_mysql_dialect_only(uri, drops):
+    """ADK's column type tests the dialect's name for "mysql"; MariaDB's is "mariadb"."""
+    from adk_pairing.adk import database_drops_subsecond_times
+
+    assert database_drops_subsecond_times(uri) is drops
+
+
+@pytest.mark.parametrize("driver", ["aiomysql", "asyncmy"])
+def test_a_mariadb_dialect_uri_is_refused_naming_the_mysql_form(driver):
+    uri = f"pairing+mariadb+{driver}://root:{SECRET}@127.0.0.1:1/agents"
+    with pytest.raises(ValueError) as refused:
+        create_session_service(uri)
+    message = str(refused.value)
+    assert f"use 'mysql+{driver}://root:***@127.0.0.1:1/agents'" in message
+    assert "to the second" in message
+    assert SECRET not in message
+
+
+async def test_the_mysql_dialect_uri_builds_database_session_service():
+    service = create_session_service(f"pairing+mysql+aiomysql://root:{SECRET}@127.0.0.1:1/agents")
+    try:
+        assert isinstance(service.inner, DatabaseSessionService)
+    finally:
+        await service.close()

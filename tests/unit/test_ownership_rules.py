@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.adk.sessions.session import Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
@@ -44,7 +45,25 @@ def test_adks_own_stores_are_trusted_and_an_override_is_not():
             return await super().create_session(**kwargs)
 
     assert checks_ownership(InMemorySessionService())
-    assert checks_ownership(object.__new__(DatabaseSessionService))
     assert checks_ownership(object.__new__(SqliteSessionService))
     assert checks_ownership(Tuned())
     assert not checks_ownership(Careless())
+
+
+@pytest.mark.parametrize(
+    ("url", "trusted"),
+    [
+        ("sqlite+aiosqlite:///:memory:", True),
+        ("postgresql+asyncpg://u@127.0.0.1:1/db", True),
+        # utf8mb4_general_ci: "ALICE" and "alice " find alice's row.
+        ("mysql+aiomysql://u@127.0.0.1:1/db", False),
+        ("mariadb+aiomysql://u@127.0.0.1:1/db", False),
+    ],
+)
+async def test_a_database_store_is_trusted_only_where_its_keys_compare_exactly(url, trusted):
+    service = DatabaseSessionService(db_url=url)  # no connection is made
+    try:
+        assert checks_ownership(service) is trusted
+    finally:
+        await service.db_engine.dispose()
+    assert not checks_ownership(object.__new__(DatabaseSessionService))  # no engine: unknown

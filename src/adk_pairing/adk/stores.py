@@ -101,6 +101,37 @@ def list_sessions_requires_user(service: BaseSessionService) -> bool:
     return parameter is not None and parameter.default is inspect.Parameter.empty
 
 
+def database_drops_subsecond_times(db_url: str) -> bool:
+    """Whether ADK's ``DatabaseSessionService`` would keep `db_url`'s times to the second.
+
+    ADK's column type for times gives MySQL microseconds (``DATETIME(6)``) when
+    the SQLAlchemy dialect is named ``"mysql"``. SQLAlchemy names its MariaDB
+    dialect (``mariadb+aiomysql://``, ``mariadb+asyncmy://``) ``"mariadb"``,
+    which gets plain ``DATETIME`` (and ``TEXT`` for events): the store keeps
+    whole seconds, and each append's revision check compares them with the
+    microseconds it wrote, so a session takes one append and then refuses every
+    next one as stale (older releases, which have no such check, reorder the
+    events of one second instead). Probed on the installed ADK's own column
+    type, so a release that types MariaDB too passes.
+    """
+    try:
+        from sqlalchemy.engine import make_url
+
+        url = make_url(db_url)
+        if url.get_backend_name() not in ("mysql", "mariadb"):
+            return False
+        try:
+            from google.adk.sessions.schemas.shared import PreciseTimestamp
+        except ImportError:  # google-adk 1.20 defines it beside the service
+            from google.adk.sessions.database_session_service import (  # type: ignore[no-redef]
+                PreciseTimestamp,
+            )
+        column_type = PreciseTimestamp().load_dialect_impl(url.get_dialect()())
+    except Exception:  # not a URL SQLAlchemy parses, or no such type: ADK will say
+        return False
+    return not getattr(column_type, "fsp", None)
+
+
 #: The methods through which a session reaches a caller or is changed.
 OWNER_CHECKED_METHODS = ("get_session", "list_sessions", "delete_session", "append_event")
 
@@ -116,18 +147,31 @@ SELF_CHECKING_SERVICES = frozenset(
 )
 
 
+#: SQL dialects on which ``DatabaseSessionService``'s key columns compare exactly
+#: (byte for byte) by default. MySQL and MariaDB compare them in the table's
+#: collation (ADK's tables take the database default, utf8mb4_general_ci on
+#: MariaDB): case-insensitive and blind to trailing spaces, so a lookup as
+#: "ALICE" or "alice " finds alice's session. SQL Server's default collation is
+#: case-insensitive too.
+EXACT_KEY_DIALECTS = frozenset({"postgresql", "sqlite"})
+
+
 def checks_ownership(service: BaseSessionService) -> bool:
     """Whether `service` itself refuses sessions of another app or user.
 
     True only when each of `OWNER_CHECKED_METHODS` is the implementation of
     one of ADK's own services (found on the class, so a subclass that
-    overrides one of them is not trusted).
+    overrides one of them is not trusted), and, for ``DatabaseSessionService``,
+    when its database compares the keys exactly (`EXACT_KEY_DIALECTS`).
     """
     for name in OWNER_CHECKED_METHODS:
         method = getattr(type(service), name, None)
         owner = getattr(method, "__qualname__", "").rpartition(".")[0]
         if f"{getattr(method, '__module__', '')}.{owner}" not in SELF_CHECKING_SERVICES:
             return False
+    if "DatabaseSessionService" in {cls.__name__ for cls in type(service).__mro__}:
+        dialect = getattr(getattr(service, "db_engine", None), "dialect", None)
+        return getattr(dialect, "name", None) in EXACT_KEY_DIALECTS
     return True
 
 

@@ -6,7 +6,9 @@ another user's (or another app's) session finds nothing:
 
 - ``InMemorySessionService``: ``sessions[app_name][user_id][session_id]``;
 - ``DatabaseSessionService`` and ``SqliteSessionService``: the primary key is
-  (app_name, user_id, id) and every query filters on it;
+  (app_name, user_id, id) and every query filters on it; but on MySQL and
+  MariaDB the database compares those columns in a case-insensitive collation
+  that ignores trailing spaces, so "ALICE" is served alice's session;
 - ADK's ``RedisSessionService``: the key holds all three (``_session_key``),
   and ``list_sessions`` filters on app and user;
 - ``VertexAiSessionService``: the engine is the app, and a session of another
@@ -25,7 +27,8 @@ alice's session, repaired, to bob.
 So the decorator checks ownership itself, but only for stores that do not:
 `adk_pairing.adk.checks_ownership` (a probe of the installed ADK's classes)
 trusts a method only when it is ADK's own implementation (a subclass that
-overrides ``get_session`` is checked again), and ADK's stores pay nothing.
+overrides ``get_session`` is checked again) and, for ``DatabaseSessionService``,
+only on PostgreSQL and SQLite; ADK's other stores pay nothing.
 The rules are pure; the decorator's shell methods apply them.
 """
 

@@ -268,10 +268,13 @@ def _type_names(error: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(error).__mro__}
 
 
-#: MySQL/MariaDB server errors: access denied (to the database, for the user,
-#: for the user without a password), and unknown database.
-MYSQL_LOGIN_CODES = frozenset({1044, 1045, 1698})
+#: MySQL/MariaDB server errors: access denied (for the user, for the user
+#: without a password), and unknown database.
+MYSQL_LOGIN_CODES = frozenset({1045, 1698})
 MYSQL_UNKNOWN_DATABASE = 1049
+#: Access denied to the database, after a login the server accepted: also what
+#: a user without global rights gets for a database that does not exist.
+MYSQL_DATABASE_DENIED = 1044
 
 
 def _mysql_code(error: BaseException) -> int | None:
@@ -321,6 +324,11 @@ def store_failure(
         if mysql_code == MYSQL_UNKNOWN_DATABASE:
             return StoreDatabaseError(
                 f"{where}: {_mysql_text(cause, uri)}. Fix the database name in the URI."
+            )
+        if mysql_code == MYSQL_DATABASE_DENIED:
+            return StoreDatabaseError(
+                f"{where}: {_mysql_text(cause, uri)}. Fix the database name in the URI, "
+                "or grant the user access to it."
             )
         if "InvalidCatalogNameError" in names:
             return StoreDatabaseError(f"{where}: {text}{stop} Fix the database name in the URI.")

@@ -16,11 +16,16 @@ from .uris import REDIS_SCHEMES, inner_uri, uri_scheme
 #: Store URI schemes (before any ``+driver``) that ADK serves through SQLAlchemy.
 SQLALCHEMY_DIALECTS = frozenset({"postgresql", "postgres", "mysql", "mariadb", "mssql", "oracle"})
 
+#: The dialects the ``mysql`` extra serves (its driver, aiomysql, talks to both servers).
+MYSQL_DIALECTS = frozenset({"mysql", "mariadb"})
+
 #: The modules a scheme needs that the base install lacks, and the extra that has them.
 #: ``sqlite+aiosqlite`` needs SQLAlchemy only: aiosqlite is a dependency of google-adk.
 MODULES_FOR_SCHEME: dict[str, tuple[tuple[str, ...], str]] = {
     "postgresql+asyncpg": (("sqlalchemy", "asyncpg"), "postgres"),
     "sqlite+aiosqlite": (("sqlalchemy",), "postgres"),
+    "mysql+aiomysql": (("sqlalchemy", "aiomysql"), "mysql"),
+    "mariadb+aiomysql": (("sqlalchemy", "aiomysql"), "mysql"),
     **{scheme: (("redis",), "redis") for scheme in REDIS_SCHEMES},
 }
 
@@ -33,15 +38,19 @@ def install_line(extra: str) -> str:
 def needed_modules(uri: str) -> tuple[tuple[str, ...], str] | None:
     """(modules, extra) the store of `uri` needs beyond the base install, or None.
 
-    A ``pairing+`` prefix is ignored. Other SQLAlchemy dialects
-    (``mysql+aiomysql``, ``postgresql+psycopg``, ...) need SQLAlchemy from the
-    ``postgres`` extra plus a driver no extra installs.
+    A ``pairing+`` prefix is ignored. Other drivers of a SQLAlchemy dialect
+    (``mysql+asyncmy``, ``postgresql+psycopg``, ...) need SQLAlchemy from the
+    extra of their dialect (``mysql`` for MySQL and MariaDB, else ``postgres``)
+    plus a driver no extra installs.
     """
     target = inner_uri(uri)
     scheme = uri_scheme(target).lower() if "://" in target else ""
     if scheme in MODULES_FOR_SCHEME:
         return MODULES_FOR_SCHEME[scheme]
-    if scheme.split("+", 1)[0] in SQLALCHEMY_DIALECTS:
+    dialect = scheme.split("+", 1)[0]
+    if dialect in MYSQL_DIALECTS:
+        return ("sqlalchemy",), "mysql"
+    if dialect in SQLALCHEMY_DIALECTS:
         return ("sqlalchemy",), "postgres"
     return None
 

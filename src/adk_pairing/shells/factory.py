@@ -36,6 +36,7 @@ from ..adk import (
     ADK_VERSION,
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,
+    database_drops_subsecond_times,
     has_adk_redis_session_service,
 )
 from .errors import (
@@ -335,6 +336,14 @@ def _database_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionSe
     """ADK's fallback for schemes its registry does not know: SQLAlchemy URLs."""
     from google.adk.sessions.database_session_service import DatabaseSessionService
 
+    if database_drops_subsecond_times(uri):
+        mysql_form = "mysql" + uri[len("mariadb") :] if uri.lower().startswith("mariadb") else uri
+        raise ValueError(
+            f"{mask_uri(uri)!r}: ADK's DatabaseSessionService keeps the times of "
+            "SQLAlchemy's mariadb dialect to the second, so appends are refused as stale "
+            "(or, on releases without that check, the events of one second reordered). "
+            f"The mysql dialect serves MariaDB: use {mask_uri(mysql_form)!r}."
+        )
     try:
         return DatabaseSessionService(db_url=uri, **_without_agents_dir(kwargs))
     except ValueError as error:

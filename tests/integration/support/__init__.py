@@ -5,8 +5,8 @@
   `ScriptedGemini` (ADK keeps / strips ``adk-`` call ids for them), response
   builders (`calls`, `call`, `text`, `function_responses`, `user_text`) and
   `AnthropicPairingRejected` raised in ``Script(strict=True)`` mode.
-* `backends`: `open_backend(spec)` for the six stores (`BACKEND_KINDS`), the raw
-  store dump and `assert_nothing_synthetic_stored`.
+* `backends`: `open_backend(spec)` for the six stores (`BACKEND_KINDS`) and
+  MariaDB (`MARIADB_KIND`), the raw store dump and `assert_nothing_synthetic_stored`.
 * `scenario`: `Harness` (agent + scripted model + Runner over a store, wrapped
   or not), `Toolbox` (tools with run counters, a blocking ``hang``), interrupted
   turns, `normalized_history` for comparing stored histories.

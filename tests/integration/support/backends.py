@@ -1,4 +1,4 @@
-"""The six session stores the integration suite runs on, opened from a plain spec.
+"""The session stores the integration suite runs on, opened from a plain spec.
 
 A `BackendSpec` is a small JSON-able dict, so a child process (the SIGKILL
 scenario) can reopen exactly the store its parent uses. `open_backend`
@@ -26,7 +26,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 
 from adk_pairing.adk import close_session_service
 
-#: Every backend kind, in the order tests are parametrized.
+#: The backend kinds every test taking `backend` runs on, in the order tests are parametrized.
 BACKEND_KINDS = (
     "memory",
     "sqlite",
@@ -36,8 +36,16 @@ BACKEND_KINDS = (
     "redis-community",
 )
 
+#: ADK's DatabaseSessionService on MariaDB (mysql+aiomysql). The same service
+#: class as db-sqlite and db-postgres, so only the tests where the SQL dialect
+#: matters (the store left intact, ownership) take it, via `backend_params`.
+MARIADB_KIND = "db-mariadb"
+
+#: Every kind `open_backend` opens.
+ALL_BACKEND_KINDS = (*BACKEND_KINDS, MARIADB_KIND)
+
 #: Kinds whose inner service refuses an append from an out-of-date session object.
-STALE_DETECTING_KINDS = frozenset({"sqlite", "db-sqlite", "db-postgres"})
+STALE_DETECTING_KINDS = frozenset({"sqlite", "db-sqlite", "db-postgres", MARIADB_KIND})
 
 
 def _adk_redis_appends_in_a_transaction() -> bool:
@@ -66,7 +74,8 @@ LOSES_CONCURRENT_WRITES_KINDS = frozenset(
     {"redis-community"} | (set() if _adk_redis_appends_in_a_transaction() else {"redis-adk"})
 )
 
-#: Kinds whose store outlives the process that wrote it.
+#: Kinds whose store outlives the process that wrote it (of those every
+#: `backend` test runs on; MariaDB's is too).
 PERSISTENT_KINDS = frozenset(BACKEND_KINDS) - {"memory"}
 
 SQL_TABLES = ("sessions", "events", "app_states", "user_states")
@@ -241,6 +250,75 @@ async def _open_db_postgres(spec: dict[str, Any]) -> Backend:
     )
 
 
+async def create_to_append(service: BaseSessionService, **keys: Any) -> Any:
+    """A new session to append to; on MySQL/MariaDB read back, as a Runner reads it.
+
+    google-adk 1.39's ``DatabaseSessionService`` on MySQL/MariaDB refuses an
+    append to the very object ``create_session`` returned ("modified in storage
+    since it was loaded"): its revision marker keeps the time zone that the
+    stored DATETIME drops. The session read back carries the stored marker.
+    Other stores append to the created object, as most callers do.
+    """
+    created = await service.create_session(**keys)
+    dialect = getattr(getattr(service, "db_engine", None), "dialect", None)
+    if getattr(dialect, "name", None) not in ("mysql", "mariadb"):
+        return created
+    keys.setdefault("session_id", created.id)
+    read = await service.get_session(**keys)
+    assert read is not None, keys
+    return read
+
+
+def mariadb_rows(url: str, app_name: str | None, tables: tuple[str, ...] = SQL_TABLES) -> str:
+    """The rows of `tables` (of `app_name`, or all), as text in a stable order.
+
+    PyMySQL, the driver under aiomysql, so the dump shares nothing with the
+    service's engine; a table the service has not created is skipped.
+    """
+    import pymysql
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    connection = pymysql.connect(
+        host=parsed.host, port=parsed.port or 3306, user=parsed.username,
+        password=parsed.password or "", database=parsed.database,
+    )  # fmt: skip
+    try:
+        lines: list[str] = []
+        with connection.cursor() as cursor:
+            for table in tables:
+                cursor.execute("SHOW TABLES LIKE %s", (table,))
+                if cursor.fetchone() is None:
+                    continue
+                where = "" if app_name is None else " WHERE app_name = %s"
+                cursor.execute(
+                    f"SELECT * FROM `{table}`{where}", () if app_name is None else (app_name,)
+                )
+                lines.extend(sorted(f"{table}: {row!r}" for row in cursor.fetchall()))
+        return "\n".join(lines)
+    finally:
+        connection.close()
+
+
+async def _open_db_mariadb(spec: dict[str, Any]) -> Backend:
+    import asyncio
+
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    service = DatabaseSessionService(db_url=spec["url"])
+
+    async def raw() -> str:
+        return await asyncio.to_thread(mariadb_rows, spec["url"], spec["app_name"])
+
+    return Backend(
+        kind=MARIADB_KIND,
+        service=service,
+        _close=functools.partial(close_session_service, service),
+        _raw=raw,
+        **_base(spec),
+    )
+
+
 async def _redis_dump(client: Any, patterns: list[str]) -> str:
     """GET/HGETALL/SMEMBERS every key matching `patterns`, as text."""
     lines: list[str] = []
@@ -332,6 +410,7 @@ _OPENERS: dict[str, Callable[[dict[str, Any]], Awaitable[Backend]]] = {
     "sqlite": _open_sqlite,
     "db-sqlite": _open_db_sqlite,
     "db-postgres": _open_db_postgres,
+    MARIADB_KIND: _open_db_mariadb,
     "redis-adk": _open_redis_adk,
     "redis-community": _open_redis_community,
 }
