@@ -42,8 +42,14 @@ class Settings:
         return self.target_min_rounds if size <= 1_000 else self.min_rounds
 
 
+def quiet_logs(*names: str) -> None:
+    """Keeps these loggers' records (still emitted, at the same cost) off the console."""
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
 def quiet_adk_pairing_logs() -> None:
     """Keeps the once-per-call "unanswered call" warnings (still emitted) off the console."""
-    logger = logging.getLogger("adk_pairing")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
+    quiet_logs("adk_pairing")

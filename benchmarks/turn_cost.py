@@ -60,7 +60,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 from metering import Row
 from pydantic import PrivateAttr
-from settings import Settings
+from settings import Settings, quiet_logs
 from timing import (
     Comparison,
     awaited_without_collector,
@@ -356,6 +356,9 @@ def adk_pairing_source() -> str:
 async def bench_turn_cost(settings: Settings, progress: Callable) -> list[Row]:
     """Every shape of `settings.turn_cost_shapes` at every size, on every turn-cost store."""
     print(f"  turn_cost: adk_pairing from {adk_pairing_source()}", file=sys.stderr)
+    # ADK warns on every request whose unanswered calls its builder drops; printed, the
+    # warnings bury the progress lines. Every setup that triggers one still pays for it.
+    quiet_logs("google_adk.google.adk.flows.llm_flows.tools._rearranger")
     rows: list[Row] = []
     order = random.Random(20261204)
     for name in settings.turn_cost_backends:

@@ -23,6 +23,7 @@ from typing import Any
 
 from backends import Backend
 from google.adk.agents.llm_agent import LlmAgent
+from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -117,7 +118,8 @@ def _runner(
         instruction="Answer questions about the quarterly reports.",
         tools=[search_documents],
     )
-    return Runner(app_name=APP, agent=agent, session_service=service, plugins=list(plugins))
+    app = App(name=APP, root_agent=agent, plugins=list(plugins))
+    return Runner(app=app, session_service=service)
 
 
 async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:
