@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -212,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_from(args)
     command = shlex.join([".venv/bin/python", "benchmarks/run.py", *argv])
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    # Described before the run: the revision measured is the one checked out when it started.
+    machine = machine_description()
+    load_at_start = os.getloadavg()
     clock = time.perf_counter()
     results = run(settings, args.sections, _progress)
     elapsed = time.perf_counter() - clock
@@ -229,7 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         generated = generated_markdown(
             results,
             found,
-            machine=machine_description(),
+            machine={
+                **machine,
+                "Load average (1, 5, 15 min), start / end": " / ".join(
+                    ", ".join(f"{v:.1f}" for v in load) for load in (load_at_start, os.getloadavg())
+                ),
+            },
             command=command,
             started=started,
             elapsed_s=elapsed,
