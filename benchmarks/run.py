@@ -6,6 +6,7 @@ Usage (``make bench BENCH_ARGS="..."`` runs the same):
     .venv/bin/python benchmarks/run.py --quick         # seconds; prints only
     .venv/bin/python benchmarks/run.py --backends postgres,sqlite --sizes 1000 \\
         --sections get_session --output /tmp/r.md
+    .venv/bin/python benchmarks/run.py --sections turn_cost --output /tmp/t.md  # see turn_cost.py
 
 Figures are ratios (wrapped ÷ unwrapped, median of interleaved pairs) so that
 they mean the same on a faster machine. Nothing here passes or fails on speed:
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -39,8 +41,11 @@ from report import (  # noqa: E402
 )
 from settings import Settings  # noqa: E402
 from suites import run  # noqa: E402
+from turn_cost import TURN_COST_SIZES, TURN_SHAPES, turn_cost_ratios  # noqa: E402
 
-SECTIONS = ("get_session", "append_event", "core", "memory", "turn", "request")
+SECTIONS = ("get_session", "append_event", "core", "memory", "turn", "request", "turn_cost")
+#: What runs without --sections: the turn-cost suite takes an hour at full size, so only on request.
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "turn_cost")
 DEFAULT_OUTPUT = HERE / "RESULTS.md"
 PREAMBLE = """# adk-pairing benchmarks
 
@@ -93,8 +98,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--sections",
         type=lambda t: _names(t, SECTIONS),
-        default=SECTIONS,
-        help=f"comma-separated subset of {','.join(SECTIONS)}",
+        default=DEFAULT_SECTIONS,
+        help=f"comma-separated subset of {','.join(SECTIONS)} (all but turn_cost)",
+    )
+    parser.add_argument(
+        "--turn-cost-sizes", type=_ints, help="turn-cost history sizes (100,1000,3000,10000)"
+    )
+    parser.add_argument(
+        "--turn-cost-turns", type=int, help="timed turns per setup and turn-cost cell (5)"
+    )
+    parser.add_argument(
+        "--turn-cost-shapes",
+        type=lambda t: _names(t, tuple(TURN_SHAPES)),
+        default=tuple(TURN_SHAPES),
+        help=f"comma-separated subset of {','.join(TURN_SHAPES)}",
+    )
+    parser.add_argument(
+        "--turn-cost-backends",
+        type=lambda t: _names(t, ALL_BACKENDS),
+        help="stores the turn-cost suite runs on (sqlite; quick: inmemory)",
+    )
+    parser.add_argument(
+        "--turn-cost-limit",
+        type=float,
+        help="skip a turn-cost size whose turns are projected past this many seconds (120)",
     )
     parser.add_argument("--rounds", type=int, help="most timed pairs per cell (200)")
     parser.add_argument(
@@ -134,6 +161,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         core_limit_s=args.core_limit if args.core_limit is not None else (0.25 if quick else 60.0),
         pg_database=args.pg_database,
         append_seed_limit=10 if quick else 100,
+        turn_cost_sizes=args.turn_cost_sizes or ((32, 64) if quick else TURN_COST_SIZES),
+        turn_cost_turns=args.turn_cost_turns or (2 if quick else 5),
+        turn_cost_shapes=args.turn_cost_shapes,
+        # Quick runs keep to InMemory: SQLite's commits would spend seconds on fsync.
+        turn_cost_backends=args.turn_cost_backends or (("inmemory",) if quick else ("sqlite",)),
+        turn_cost_limit_s=args.turn_cost_limit if args.turn_cost_limit is not None else 120.0,
     )
 
 
@@ -146,6 +179,17 @@ def _progress(section: str, row: dict[str, Any]) -> None:
             for path in ("view", "analyze", "incremental")
         )
         print(f"  core  {row['shape']:<28} {row['size']:>7,}  {detail}", file=sys.stderr)
+    elif section == "turn_cost":
+        if "skipped" in row:
+            detail = row["skipped"]
+        else:
+            detail = f"unwrapped {row['unwrapped_ns'] / 1e6:.1f} ms  " + "  ".join(
+                f"{setup} {figures['ratio']:.2f}× (+{figures['added_ns'] / 1e6:.1f} ms)"
+                for setup, figures in row["setups"].items()
+            )
+            failed = {s: c for s, c in row["checks"].items() if s != "unwrapped" and c != "ok"}
+            detail += f"  check {failed or 'ok'}"
+        print(f"  turn_cost {row['shape']:<20} {row['size']:>6,}  {detail}", file=sys.stderr)
     elif section == "memory":
         print(
             f"  memory {row['backend']:<9} {row['size']:>7,} {row['health']:<8}"
@@ -169,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_from(args)
     command = shlex.join([".venv/bin/python", "benchmarks/run.py", *argv])
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    # Described before the run: the revision measured is the one checked out when it started.
+    machine = machine_description()
+    load_at_start = os.getloadavg()
     clock = time.perf_counter()
     results = run(settings, args.sections, _progress)
     elapsed = time.perf_counter() - clock
@@ -186,7 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         generated = generated_markdown(
             results,
             found,
-            machine=machine_description(),
+            machine={
+                **machine,
+                "Load average (1, 5, 15 min), start / end": " / ".join(
+                    ", ".join(f"{v:.1f}" for v in load) for load in (load_at_start, os.getloadavg())
+                ),
+            },
             command=command,
             started=started,
             elapsed_s=elapsed,
@@ -196,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1, default=str))
 
-    invalid = [(label, value) for label, value in all_ratios(results) if not is_valid_ratio(value)]
+    ratios = all_ratios(results) + turn_cost_ratios(results.get("turn_cost", []))
+    invalid = [(label, value) for label, value in ratios if not is_valid_ratio(value)]
     for label, value in invalid:
         print(f"invalid ratio: {label} = {value!r}", file=sys.stderr)
     print(f"benchmark finished in {elapsed:.0f} s", file=sys.stderr)

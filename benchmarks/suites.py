@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import math
 import random
 import time
 import tracemalloc
@@ -37,7 +36,8 @@ from metering import (
 )
 from request_pass import bench_request_pass
 from settings import Settings, quiet_adk_pairing_logs
-from timing import Comparison, interleave, timed_without_collector
+from timing import Comparison, interleave, projected_seconds, timed_without_collector
+from turn_cost import bench_turn_cost
 from turns import bench_turn
 from workloads import (
     APP,
@@ -380,25 +380,6 @@ async def _incremental(events: list[Event]) -> float:
     return elapsed
 
 
-def _projected_seconds(history: list[Row], path: str, size: int) -> float:
-    """Extrapolates `path`'s time at the previous size to `size`.
-
-    The growth exponent is the one measured between the two previous sizes
-    (linear when only one was measured), so a quadratic path is caught one
-    size before it would run for minutes.
-    """
-    measured = [r for r in history if f"{path}_s" in r]
-    if not measured:
-        return math.inf if history else 0.0
-    last = measured[-1]
-    exponent = 1.0
-    if len(measured) >= 2:
-        before = measured[-2]
-        growth = last[f"{path}_s"] / before[f"{path}_s"]
-        exponent = max(1.0, math.log(growth) / math.log(last["size"] / before["size"]))
-    return last[f"{path}_s"] * (size / last["size"]) ** exponent
-
-
 async def bench_core(settings: Settings, progress: Callable) -> list[Row]:
     """Times the pure core per shape and size; skips a path before a runaway size."""
     rows: list[Row] = []
@@ -419,7 +400,7 @@ async def bench_core(settings: Settings, progress: Callable) -> list[Row]:
                 "analyze": lambda ev=events: analyze(ev),
             }
             for path in PATHS:
-                projected = _projected_seconds(history, path, size)
+                projected = projected_seconds(history, path, size)
                 if projected > settings.core_limit_s:
                     row[f"{path}_skipped"] = f"skipped: projected {projected:,.0f} s"
                     continue
@@ -583,6 +564,10 @@ async def run_all(settings: Settings, sections: tuple[str, ...], progress: Calla
         start = time.perf_counter()
         results["core"] = await bench_core(settings, progress)
         elapsed["core"] = time.perf_counter() - start
+    if "turn_cost" in sections:
+        start = time.perf_counter()
+        results["turn_cost"] = await bench_turn_cost(settings, progress)
+        elapsed["turn_cost"] = time.perf_counter() - start
     results["elapsed_s"] = elapsed
     return results
 

@@ -159,19 +159,46 @@ def timed_without_collector(
         gc.enable()
 
 
-async def _timed(call: AsyncCall, round_index: int) -> int:
+async def awaited_without_collector(
+    clock: Callable[[], int], call: Callable[..., Awaitable[object]], *args: Any
+) -> int:
+    """What `clock` advances while ``await call(*args)`` runs, GC paused (see the module)."""
     gc.disable()
     try:
-        start = time.perf_counter_ns()
-        await call(round_index)
-        return time.perf_counter_ns() - start
+        start = clock()
+        await call(*args)
+        return clock() - start
     finally:
         gc.enable()
 
 
-def _collect_if_due() -> None:
+async def _timed(call: AsyncCall, round_index: int) -> int:
+    return await awaited_without_collector(time.perf_counter_ns, call, round_index)
+
+
+def collect_if_due() -> None:
+    """Collects between timed calls once enough was allocated (`COLLECT_AFTER`)."""
     if gc.get_count()[0] > COLLECT_AFTER:
         gc.collect()
+
+
+def projected_seconds(history: list[dict[str, Any]], path: str, size: int) -> float:
+    """Extrapolates ``row[f"{path}_s"]`` at the previous sizes of `history` to `size`.
+
+    The growth exponent is the one measured between the two previous sizes
+    (linear when only one was measured), so a quadratic path is caught one
+    size before it would run for minutes.
+    """
+    measured = [r for r in history if f"{path}_s" in r]
+    if not measured:
+        return math.inf if history else 0.0
+    last = measured[-1]
+    exponent = 1.0
+    if len(measured) >= 2:
+        before = measured[-2]
+        growth = last[f"{path}_s"] / before[f"{path}_s"]
+        exponent = max(1.0, math.log(growth) / math.log(last["size"] / before["size"]))
+    return last[f"{path}_s"] * (size / last["size"]) ** exponent
 
 
 async def interleave(
@@ -198,7 +225,7 @@ async def interleave(
         await _timed(wrapped, index)
         await _timed(unwrapped, index)
         index += 1
-        _collect_if_due()
+        collect_if_due()
     result = Comparison()
     # A seeded coin decides the order of each pair: alternating strictly would
     # tie the order to the event kind in the four-event append cycle.
@@ -218,7 +245,7 @@ async def interleave(
         result.unwrapped_ns.append(u)
         result.indices.append(index)
         index += 1
-        _collect_if_due()
+        collect_if_due()
     return result
 
 

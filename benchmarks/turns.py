@@ -18,14 +18,16 @@ stopped repairing would otherwise look free.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from backends import Backend
 from google.adk.agents.llm_agent import LlmAgent
+from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
@@ -107,14 +109,17 @@ async def _checked_turn(
         raise RuntimeError(f"{where}: the model was sent {seen} placeholders, not {expected}")
 
 
-def _runner(model: TextReplyModel, service: BaseSessionService) -> Runner:
+def _runner(
+    model: BaseLlm, service: BaseSessionService, plugins: Sequence[BasePlugin] = ()
+) -> Runner:
     agent = LlmAgent(
         name=AGENT,
         model=model,
         instruction="Answer questions about the quarterly reports.",
         tools=[search_documents],
     )
-    return Runner(app_name=APP, agent=agent, session_service=service)
+    app = App(name=APP, root_agent=agent, plugins=list(plugins))
+    return Runner(app=app, session_service=service)
 
 
 async def bench_turn(backend: Backend, settings: Settings, progress: Callable) -> list[Row]:

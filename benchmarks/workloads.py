@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from google.adk.events.event import Event
 from google.genai import types
@@ -153,23 +153,36 @@ def broken_turns(total_turns: int, fraction: float = 0.01) -> set[int]:
     return {min(total_turns - 1, i * stride + stride // 2) for i in range(count)}
 
 
+def adk_call_id(_turn: int) -> str:
+    """A fresh id per call, as ADK gives a call that came without one."""
+    return f"adk-{uuid.uuid4()}"
+
+
 def realistic_history(
-    size: int, *, broken: bool = False, clock: Clock | None = None
+    size: int,
+    *,
+    broken: bool = False,
+    clock: Clock | None = None,
+    interrupted: Collection[int] = (),
+    call_id_for: Callable[[int], str] = adk_call_id,
 ) -> list[Event]:
     """Exactly `size` events of user/call/response/answer turns.
 
     `broken` drops the response and the answer of 1% of the turns (at least
-    one). A final partial turn never ends on a call, so a healthy history
-    really has every call answered.
+    one); `interrupted` drops them for the given turn numbers instead.
+    `call_id_for(turn)` names each turn's call (``"call_0"`` every turn, as
+    some OpenAI-compatible servers number calls per response). A final partial
+    turn never ends on a call, so a healthy history really has every call
+    answered.
     """
     clock = clock or Clock()
     total_turns = max(1, size // 4)
-    dead = broken_turns(total_turns) if broken else set()
+    dead = set(interrupted) or (broken_turns(total_turns) if broken else set())
     events: list[Event] = []
     turn = 0
     while size - len(events) >= 4:
         invocation_id = f"e-{uuid.uuid4()}"
-        call_id = f"adk-{uuid.uuid4()}"
+        call_id = call_id_for(turn)
         events.append(user_text_event(clock, invocation_id, turn))
         events.append(model_call_event(clock, invocation_id, call_id, turn))
         if turn not in dead:
@@ -179,7 +192,7 @@ def realistic_history(
     invocation_id = f"e-{uuid.uuid4()}"
     remaining = size - len(events)
     if remaining == 3:
-        call_id = f"adk-{uuid.uuid4()}"
+        call_id = call_id_for(turn)
         events.append(user_text_event(clock, invocation_id, turn))
         events.append(model_call_event(clock, invocation_id, call_id, turn))
         events.append(tool_response_event(clock, invocation_id, call_id, turn))
@@ -223,6 +236,30 @@ def turn_cycle(clock: Clock) -> Iterator[Event]:
         yield tool_response_event(clock, invocation_id, call_id, turn)
         yield model_text_event(clock, invocation_id, turn)
         turn += 1
+
+
+def parallel_interrupted_turn(clock: Clock, width: int, turn: int = 0) -> list[Event]:
+    """A turn whose model called `width` tools at once; all but the last answered, one event each.
+
+    One event per answer is how ADK stores the answers of parallel calls that
+    finish at different times; the turn died before the last one and before
+    the model's answer.
+    """
+    invocation_id = f"e-{uuid.uuid4()}"
+    ids = [f"adk-{uuid.uuid4()}" for _ in range(width)]
+    calls = types.Content(
+        role="model",
+        parts=[
+            types.Part(function_call=types.FunctionCall(id=i, name=TOOL, args={"query": f"#{n}"}))
+            for n, i in enumerate(ids)
+        ],
+    )
+    turn_events = [
+        user_text_event(clock, invocation_id, turn),
+        Event(invocation_id=invocation_id, author=AGENT, timestamp=clock(), content=calls),
+    ]
+    turn_events += [tool_response_event(clock, invocation_id, i, turn) for i in ids[:-1]]
+    return turn_events
 
 
 # -- adversarial shapes for the pure core ------------------------------------

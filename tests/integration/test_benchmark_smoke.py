@@ -273,3 +273,105 @@ def test_the_irregular_sessions_benchmark_computes_every_ratio() -> None:
     for row in rows.values():
         for key in ("get_session wrapped/unwrapped", "append_event wrapped/unwrapped"):
             assert all(_finite_positive(value) for value in row[key]), (key, row)
+
+
+# -- the turn-cost suite (benchmarks/turn_cost.py) -------------------------------
+
+
+def _benchmarks_module(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+@pytest.fixture(scope="module")
+def turn_cost_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``run.py --sections turn_cost --quick`` once (a few seconds): its rows and Markdown."""
+    out = tmp_path_factory.mktemp("turn_cost")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/run.py",
+            *("--sections", "turn_cost", "--quick"),
+            *("--output", str(out / "RESULTS.md"), "--json", str(out / "results.json")),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return {
+        "rows": json.loads((out / "results.json").read_text())["turn_cost"],
+        "markdown": (out / "RESULTS.md").read_text(),
+    }
+
+
+def test_turn_cost_measures_every_shape_size_and_setup(turn_cost_run):
+    turn_cost = _benchmarks_module("turn_cost")
+    rows = turn_cost_run["rows"]
+    assert sorted((r["shape"], r["size"]) for r in rows) == sorted(
+        (shape, size) for shape in turn_cost.TURN_SHAPES for size in (32, 64)
+    )
+    for row in rows:
+        assert "skipped" not in row, row
+        assert set(row["cpu_ns"]) == set(turn_cost.SETUPS), row["shape"]
+        assert set(row["setups"]) == set(turn_cost.SETUPS) - {"unwrapped"}, row["shape"]
+        assert row["events"] > 0
+    markdown = turn_cost_run["markdown"]
+    for title in ("### Turn cost (Runner", "### Turn cost: CPU added per turn"):
+        assert title in markdown, title
+    assert "| adk-pairing source |" in markdown
+    ratio_table = markdown.split("### Turn cost (Runner")[1].split("###")[0]
+    assert ratio_table.count("\n| inmemory |") == len(rows)
+    growth_table = markdown.split("### Turn cost: CPU added per turn")[1].split("<!--")[0]
+    # One line per history and setup other than unwrapped, each with its growth 32 -> 64.
+    assert growth_table.count("\n| inmemory |") == len(turn_cost.TURN_SHAPES) * 2
+    assert growth_table.count("(32 → 64)") + growth_table.count("n/a (adds nothing") == 2 * len(
+        turn_cost.TURN_SHAPES
+    )
+
+
+def test_turn_cost_ratios_come_from_turns_of_the_same_rounds(turn_cost_run):
+    timing = _benchmarks_module("timing")
+    for row in turn_cost_run["rows"]:
+        unwrapped = row["cpu_ns"]["unwrapped"]
+        assert len(unwrapped) == row["turns"] >= 2, row["shape"]
+        assert all(isinstance(ns, int) and ns > 0 for ns in unwrapped)
+        for setup, figures in row["setups"].items():
+            timed = row["cpu_ns"][setup]
+            assert len(timed) == len(unwrapped), (row["shape"], setup)
+            per_round = [t / u for t, u in zip(timed, unwrapped, strict=True)]
+            assert figures["ratio"] == pytest.approx(timing.quartiles(per_round)[1])
+            added = [float(t - u) for t, u in zip(timed, unwrapped, strict=True)]
+            assert figures["added_ns"] == pytest.approx(timing.quartiles(added)[1])
+            assert _finite_positive(figures["ratio"]), (row["shape"], setup)
+
+
+def test_turn_cost_requests_of_both_repairing_setups_pass_the_check(turn_cost_run):
+    # Every request valid and every stored call in it, with both pieces and the plugin alone.
+    for row in turn_cost_run["rows"]:
+        for setup in ("wrapped_plugin", "plugin_only"):
+            assert row["checks"][setup] == "ok", (row["shape"], row["size"], setup)
+
+
+def test_turn_cost_request_check_counts_unpaired_calls_and_results() -> None:
+    from google.genai import types
+
+    turn_cost = _benchmarks_module("turn_cost")
+
+    def content(role: str, *parts: types.Part) -> types.Content:
+        return types.Content(role=role, parts=list(parts))
+
+    call = types.Part(function_call=types.FunctionCall(id="c1", name="t", args={}))
+    result = types.Part(function_response=types.FunctionResponse(id="c1", name="t", response={}))
+    text = types.Part(text="hi")
+    check = turn_cost.request_pairing
+    assert check([content("user", text), content("model", call), content("user", result)]) == (
+        turn_cost.RequestPairing(calls=1, unpaired=0)
+    )
+    assert check([content("model", call), content("user", text)]).unpaired == 1
+    assert check([content("model", call)]).unpaired == 1
+    assert check([content("user", text), content("user", result)]).unpaired == 1
