@@ -126,8 +126,11 @@ async def test_a_window_that_cut_the_calls_turn_leaves_the_call_out(
     assert_answered(harness.script.last, "call_2")
     ours = [r for r in caplog.records if r.name == "adk_pairing"]
     left_out = [r for r in ours if "stay out" in r.getMessage()]
-    # Only where ADK dropped the call is there anything to restore, and to say.
-    assert len(left_out) == (1 if adk_drops_unanswered_calls() else 0), caplog.text
+    # Said once where the window cut a call ADK sends (on releases before
+    # 2.10 ADK keeps it until the window does), and where ADK dropped it.
+    assert len(left_out) <= 1, caplog.text
+    if adk_drops_unanswered_calls():
+        assert len(left_out) == 1, caplog.text
     assert not [r for r in ours if "could not be put back" in r.getMessage()]
 
 

@@ -265,7 +265,7 @@ class PairingPlugin(BasePlugin):
             if _logged_once.first_time((*key, "left_out")):
                 logger.info(
                     "adk_pairing: the model request of session %s starts after the turn of "
-                    "calls ADK's request builder dropped (a window, such as ContextFilterPlugin, "
+                    "calls the history holds unanswered (a window, such as ContextFilterPlugin, "
                     "left it out before PairingPlugin ran); they stay out",
                     session_label(session),
                 )
