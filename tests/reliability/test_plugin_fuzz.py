@@ -31,6 +31,7 @@ from google.adk.events.event import Event
 
 from adk_pairing import PairingPlugin, repaired_events
 from adk_pairing.checks import request_violations
+from tests.adk_features import adk_drops_unanswered_calls
 from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
 from tests.calls_lost import calls_lost
 from tests.unit.events import call, model_event, response, response_event, user_text
@@ -193,4 +194,7 @@ def test_a_remembered_restore_sends_what_a_fresh_one_does(
         f"memory, {len(differing)} histories where that differs from a fresh plugin"
     )
     assert not differing, describe(min(differing, key=len))
-    assert remembered, "no request was restored from memory: the test checks nothing"
+    if adk_drops_unanswered_calls():
+        # Before 2.10 ADK keeps an unanswered call, and the restore's other
+        # cases (a trailing result reaching back) are never remembered.
+        assert remembered, "no request was restored from memory: the test checks nothing"
