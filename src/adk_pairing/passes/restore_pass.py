@@ -26,6 +26,13 @@ placement, and this module holds the decisions, free of I/O:
   callback changed the contents, a processor rewrote them) means the request
   is not what ADK built from the session, and nothing is spliced.
 
+* `restoration` and `place`: what the two builds differ by, kept so that a
+  later request of the session is restored without building again, and put
+  where ADK's builder put it in whatever contents the request holds (a window
+  over them, contents another plugin added after the calls' place);
+  `ends_with_a_result_reaching_back` says when the end of what ADK builds
+  moves, and the builder must be asked again.
+
 The request pass then runs over the result, so its rules hold whatever the
 builder made of the placeholders: a history whose calls come before any user
 message is restored too, and the request pass opens it with its note (its

@@ -36,17 +36,21 @@ The plugin keeps, per
 session, a ledger of the session's events (the one the view uses, brought up
 to date incrementally by an `AnalysisCache`), and asks it whether the history
 holds open calls, shown to this agent's branch, that the request lacks
-(`adk_pairing.restore_pass`). Only then does it run ADK's own contents
-request processor twice, on a shallow copy of the invocation context whose
-session holds the stored events and then the events with the view's
+(`adk_pairing.restore_pass`). The first time it does, it runs ADK's own
+contents request processor twice, on a shallow copy of the invocation context
+whose session holds the stored events and then the events with the view's
 placeholders, into fresh requests: whatever arguments the installed release
-passes its builder, they are the same as for the real request. When the
-request still holds what ADK built from the stored events, the contents
-built from the repaired events replace them, and the request pass runs over
-those. When another plugin (or a processor that rewrites contents) changed them first,
-the request pass runs alone, and that is logged once per session. Agent
-callbacks run after every plugin, so they cannot be the cause. A healthy
-request pays for one incremental ledger read, no builder run.
+passes its builder, they are the same as for the real request. What the two
+builds differ by is kept per session (`restore_pass.Restoration`) under what
+it depends on (`_marks`), and placed into this request and the session's
+later ones where ADK's builder put it (`restore_pass.place`): a later request
+costs one pass over its start, no builder run. Contents another plugin added
+after the calls' place stay; a window that cut their turn leaves them out
+(said once); a start that is not what ADK built is left to the request pass
+alone, said once per session with the fix. Irregular histories and a trailing
+result ADK's rearranger acts on are built again each time. Agent callbacks run
+after every plugin, so they cannot be the cause. A healthy request pays for
+one incremental ledger read, no builder run.
 
 If the repair itself fails on some input, the request goes out as ADK built
 it and the error is logged: the plugin is never less available than ADK.
@@ -199,8 +203,9 @@ class PairingPlugin(BasePlugin):
         """The request's contents with the calls ADK dropped put back; None when none were.
 
         See the module docstring: one incremental ledger read when nothing
-        is open, two runs of ADK's contents processor only when the request
-        lacks an open call.
+        is open; when the request lacks an open call, one pass over its start
+        if this session's restore is remembered, else two runs of ADK's
+        contents processor.
         """
         session = getattr(invocation, "session", None)
         events = getattr(session, "events", None)
