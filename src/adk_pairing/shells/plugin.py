@@ -97,6 +97,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("adk_pairing")
 
+#: How many sessions' restores are remembered; a session beyond it pays ADK's
+#: builder again on its next request that lacks a call.
+REMEMBERED_RESTORES = 512
+
 
 class PairingPlugin(BasePlugin):
     """Makes every model request satisfy the pairing rules of every provider.
@@ -133,9 +137,10 @@ class PairingPlugin(BasePlugin):
         self._nothing_to_restore: Lru[tuple[object, ...], None] = Lru(DEFAULT_ANALYSIS_CACHE_SIZE)
         # Per session, what ADK's builder showed the restore changes, under the
         # marks of the history it holds for (`restore_pass.Restoration`): later
-        # requests are restored from it by one pass over their start.
+        # requests are restored from it by one pass over their start. It holds
+        # the contents before the calls' place, so fewer sessions than ledgers.
         self._restorations: Lru[tuple[str, str, str], tuple[tuple[object, ...], Restoration]] = Lru(
-            DEFAULT_ANALYSIS_CACHE_SIZE
+            REMEMBERED_RESTORES
         )
 
     def texts_for(self, session_service: object) -> PlaceholderTexts:
