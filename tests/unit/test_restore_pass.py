@@ -212,3 +212,12 @@ def test_a_result_for_an_older_call_reaches_back() -> None:
     ]
     assert ends_with_a_result_reaching_back(other_branch)
     assert ends_with_a_result_reaching_back([_event(_results("c1"))])
+
+
+def test_calls_placed_before_everything_are_not_certain() -> None:
+    # Whether the request's first user content is the user's or one ADK
+    # inserted cannot be told with nothing before the calls: ADK's builder decides.
+    stored = [_user("hi")]
+    found = restoration(stored, [_model_calls("c1"), _results("c1"), *stored])
+    assert found.stored_start == ()
+    assert place(found, [NOTE, *stored]).outcome is Placement.CHANGED

@@ -362,8 +362,9 @@ def place(
     start = found.stored_start
     head_count = len(found.head)
     if not start:
-        # The calls go first: nothing before them to match.
-        return PlaceResult(Placement.RESTORED, [*_copies(found.repaired_region), *request])
+        # The calls go first, and nothing before them says whether a leading
+        # user content is the user's or one ADK inserted: not certain.
+        return PlaceResult(Placement.CHANGED)
     # The request opens with a content of the build, after any transients ADK
     # inserted first (a user's message is a transient too, by its parts).
     for first, opening in enumerate(request):
