@@ -22,6 +22,7 @@ Counted over the whole run and printed before anything is asserted.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from collections.abc import Callable
 
@@ -39,6 +40,13 @@ from tests.unit.test_plugin_restores_calls import _no_oracle, sent_after_plugin
 
 from .histories import HistoryGenerator, describe, traits
 from .test_fuzz import HISTORIES, SEED
+
+#: How many of the histories the remembered-restore check replays (each one a
+#: turn further): a fifth of the fuzz's by default, to keep CI within budget;
+#: ``RELIABILITY_REMEMBERED_HISTORIES`` sets it for a measurement.
+REMEMBERED_HISTORIES = int(
+    os.environ.get("RELIABILITY_REMEMBERED_HISTORIES", str(max(HISTORIES // 5, 1)))
+)
 
 SETUPS = ("plugin alone", "both")
 
@@ -182,7 +190,7 @@ def test_a_remembered_restore_sends_what_a_fresh_one_does(
     generator = HistoryGenerator(SEED)
     differing: list[list[Event]] = []
     remembered = 0
-    for _ in range(HISTORIES):
+    for _ in range(REMEMBERED_HISTORIES):
         events = generator.history()
         generator.rng.randrange(len(events))  # in step with test_fuzz's draws
         differs, count = _remembering_differs(events)
@@ -190,8 +198,8 @@ def test_a_remembered_restore_sends_what_a_fresh_one_does(
         if differs:
             differing.append(events)
     figures(
-        f"{HISTORIES} histories (seed {SEED}): {remembered} later requests restored from "
-        f"memory, {len(differing)} histories where that differs from a fresh plugin"
+        f"{REMEMBERED_HISTORIES} histories (seed {SEED}): {remembered} later requests "
+        f"restored from memory, {len(differing)} histories where that differs from a fresh plugin"
     )
     assert not differing, describe(min(differing, key=len))
     if adk_drops_unanswered_calls():
