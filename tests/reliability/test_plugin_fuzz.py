@@ -22,20 +22,31 @@ Counted over the whole run and printed before anything is asserted.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from google.adk.agents.callback_context import CallbackContext
 from google.adk.events.event import Event
 
-from adk_pairing import repaired_events
+from adk_pairing import PairingPlugin, repaired_events
 from adk_pairing.checks import request_violations
-from tests.adk_request import AGENT_NAME, build_request_contents_async
+from tests.adk_features import adk_drops_unanswered_calls
+from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
 from tests.calls_lost import calls_lost
+from tests.unit.events import call, model_event, response, response_event, user_text
 from tests.unit.test_plugin_restores_calls import _no_oracle, sent_after_plugin
 
 from .histories import HistoryGenerator, describe, traits
 from .test_fuzz import HISTORIES, SEED
+
+#: How many of the histories the remembered-restore check replays (each one a
+#: turn further): a fifth of the fuzz's by default, to keep CI within budget;
+#: ``RELIABILITY_REMEMBERED_HISTORIES`` sets it for a measurement.
+REMEMBERED_HISTORIES = int(
+    os.environ.get("RELIABILITY_REMEMBERED_HISTORIES", str(max(HISTORIES // 5, 1)))
+)
 
 SETUPS = ("plugin alone", "both")
 
@@ -108,3 +119,90 @@ def test_the_plugin_never_makes_a_request_worse_and_loses_no_call(
         if "call" in label and not traits(events) - {"a rewind"}
     }
     assert not well_formed_losses, well_formed_losses
+
+
+async def _sent(plugin: PairingPlugin, events: list[Event]) -> list:
+    request, invocation = await build_request_async(events)
+    await plugin.before_model_callback(
+        callback_context=CallbackContext(invocation), llm_request=request
+    )
+    return list(request.contents)
+
+
+def _next_turn(events: list[Event], number: int) -> list[list[Event]]:
+    """The histories of the two requests of one more turn: its message, then its tool's result."""
+    invocation = f"inv-next-{number}"
+    asked = [*events, user_text("and now?", invocation_id=invocation)]
+    call_id = f"next-call-{number}"
+    answered = [
+        *asked,
+        model_event([call(call_id)], invocation_id=invocation),
+        response_event([response(call_id)], invocation_id=invocation),
+    ]
+    return [asked, answered]
+
+
+def _remembering_differs(events: list[Event]) -> tuple[bool, int]:
+    """Whether a plugin that restored `events` sends the next turn's requests as a fresh one does.
+
+    Returns (differs, requests restored from what the plugin remembered).
+    """
+    warm = PairingPlugin()
+    try:
+        asyncio.run(_sent(warm, events))
+    except Exception:
+        return False, 0  # ADK's builder raises on this history
+    if not len(warm._restorations):
+        return False, 0
+    remembered = 0
+    for later in _next_turn(events, 1):
+        before = len(_BUILDS)
+        try:
+            fresh = asyncio.run(_sent(PairingPlugin(), later))
+        except Exception:
+            return False, remembered
+        builds = len(_BUILDS)
+        if asyncio.run(_sent(warm, later)) != fresh:
+            return True, remembered
+        remembered += len(_BUILDS) == builds and builds > before
+    return False, remembered
+
+
+_BUILDS: list[int] = []
+
+
+@pytest.mark.every_release
+def test_a_remembered_restore_sends_what_a_fresh_one_does(
+    figures: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plugin restores a session's later requests from what ADK's builder
+    # showed it once (`restore_pass.Restoration`): each of the next turn's two
+    # requests must be what a plugin that never saw the session sends.
+    import adk_pairing.plugin as plugin_module
+
+    real_build = plugin_module._build_contents
+
+    async def counting_build(*args, **kwargs):  # type: ignore[no-untyped-def]
+        _BUILDS.append(1)
+        return await real_build(*args, **kwargs)
+
+    monkeypatch.setattr(plugin_module, "_build_contents", counting_build)
+    generator = HistoryGenerator(SEED)
+    differing: list[list[Event]] = []
+    remembered = 0
+    for _ in range(REMEMBERED_HISTORIES):
+        events = generator.history()
+        generator.rng.randrange(len(events))  # in step with test_fuzz's draws
+        differs, count = _remembering_differs(events)
+        remembered += count
+        if differs:
+            differing.append(events)
+    figures(
+        f"{REMEMBERED_HISTORIES} histories (seed {SEED}): {remembered} later requests "
+        f"restored from memory, {len(differing)} histories where that differs from a fresh plugin"
+    )
+    assert not differing, describe(min(differing, key=len))
+    if adk_drops_unanswered_calls():
+        # Before 2.10 ADK keeps an unanswered call, and the restore's other
+        # cases (a trailing result reaching back) are never remembered.
+        assert remembered, "no request was restored from memory: the test checks nothing"

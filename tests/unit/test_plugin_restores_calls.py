@@ -159,6 +159,46 @@ def test_a_request_that_carries_every_call_runs_no_second_builder(monkeypatch) -
     assert "c9" in {call.call_id for call in sent_calls(sent)}
 
 
+def test_a_restore_is_paid_once_then_remembered(monkeypatch) -> None:
+    # The restore's cost promise: ADK's builder runs for the first request that
+    # lacks a call; the session's later requests, a turn later, get the call
+    # back from what that run showed, with no builder run.
+    import adk_pairing.plugin as plugin_module
+
+    builds: list[int] = []
+    real_build = plugin_module._build_contents
+
+    async def counting_build(*args, **kwargs):  # type: ignore[no-untyped-def]
+        builds.append(1)
+        return await real_build(*args, **kwargs)
+
+    monkeypatch.setattr(plugin_module, "_build_contents", counting_build)
+    interrupted = [user_text("hi", "i0"), model_event([call("c9")], invocation_id="i0")]
+    asked = [*interrupted, user_text("and?", "i1")]
+    answered = [
+        *asked,
+        model_event([call("c10")], invocation_id="i1"),
+        response_event([response("c10")], invocation_id="i1"),
+    ]
+    plugin = PairingPlugin()
+
+    async def sent_by(events: list[Event]) -> list[types.Content]:
+        request, invocation = await build_request_async(events)
+        await plugin.before_model_callback(
+            callback_context=CallbackContext(invocation), llm_request=request
+        )
+        return request.contents
+
+    first = asyncio.run(sent_by(asked))
+    paid = len(builds)
+    assert paid == (2 if adk_drops_unanswered_calls() else 0)
+    later = asyncio.run(sent_by(answered))
+    assert len(builds) == paid
+    for sent in (first, later):
+        assert "c9" in {call.call_id for call in sent_calls(sent)}
+    assert later == asyncio.run(sent_after_plugin(answered))
+
+
 def test_a_dropped_call_with_adks_own_id_comes_back_for_gemini() -> None:
     # ADK strips its own `adk-` ids from a Gemini request, after dropping the
     # unanswered call: the request's other, id-less calls must not hide it.

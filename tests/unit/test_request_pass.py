@@ -319,6 +319,16 @@ def test_renamed_id_skips_ids_already_in_the_request() -> None:
     ]
 
 
+def test_an_id_reused_many_times_numbers_its_copies_in_order_around_taken_ones() -> None:
+    # Each copy's suffix is the smallest free one after the previous copy's.
+    contents = [user(say("one"))]
+    for call_id in ("x", "x", "x-3", "x", "x"):
+        contents += [model(call(call_id)), user(result(call_id))]
+    repaired = repair_contents(contents)
+    calls = [part for _, parts in shape(repaired.contents) for part in parts if part[0] == "C"]
+    assert calls == ["C:x", "C:x-2", "C:x-3", "C:x-4", "C:x-5"]
+
+
 def test_idless_calls_get_ids_only_when_asked() -> None:
     contents = [user(say("hi")), model(call(None), call(None)), user(result(None), result(None))]
     assert repair_contents(contents).contents is contents

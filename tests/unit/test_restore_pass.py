@@ -6,7 +6,15 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adk_pairing.analysis import build_ledger
-from adk_pairing.restore_pass import Splice, calls_the_request_lacks, splice
+from adk_pairing.restore_pass import (
+    Placement,
+    Splice,
+    calls_the_request_lacks,
+    ends_with_a_result_reaching_back,
+    place,
+    restoration,
+    splice,
+)
 
 
 def _user(text: str) -> types.Content:
@@ -111,3 +119,105 @@ def test_an_open_call_on_the_users_side_is_lacking_though_its_id_is_sent() -> No
     sent = [_user("hi"), _model_calls("c1"), on_the_users_side]
     assert [c.event_index for c in calls_the_request_lacks(ledger, events, sent, None)] == [1]
     assert calls_the_request_lacks(ledger, events, sent[:2], None) == []
+
+
+# -- the restore remembered: `restoration` and `place` -----------------------------
+
+FOUND = restoration(STORED, REPAIRED)
+LATER_TURN = [_model_calls("c2"), _results("c2"), _user("and now?")]
+
+
+def test_a_restoration_is_the_middle_the_repaired_build_replaces() -> None:
+    assert FOUND.head == (STORED[0],)
+    assert FOUND.stored_region == ()
+    assert FOUND.repaired_region == tuple(REPAIRED[1:3])
+
+
+def test_a_later_request_gets_the_calls_where_the_builder_put_them() -> None:
+    request = [*STORED, *LATER_TURN]
+    placed = place(FOUND, request)
+    assert placed.outcome is Placement.RESTORED
+    assert placed.contents == [*REPAIRED, *LATER_TURN]
+
+
+def test_what_another_plugin_added_after_the_calls_place_stays() -> None:
+    tail = STORED[1].model_copy(update={"parts": [*STORED[1].parts, types.Part(text="(a part)")]})
+    placed = place(FOUND, [STORED[0], tail])
+    assert placed.outcome is Placement.RESTORED
+    assert placed.contents == [*REPAIRED[:3], tail]
+
+
+def test_an_inserted_instruction_stays_where_it_was() -> None:
+    placed = place(FOUND, [STORED[0], NOTE, STORED[1]])
+    assert placed.outcome is Placement.RESTORED
+    assert placed.contents == [*REPAIRED[:3], NOTE, REPAIRED[3]]
+
+
+def test_placed_contents_are_copies() -> None:
+    placed = place(FOUND, list(STORED))
+    assert placed.contents is not None
+    placed.contents[1].parts.append(types.Part(text="edited by a later callback"))
+    assert FOUND.repaired_region[0].parts == REPAIRED[1].parts
+
+
+def test_a_window_keeping_the_calls_place_keeps_the_calls() -> None:
+    stored = [_user("one"), _user("two"), _user("three")]
+    repaired = [stored[0], stored[1], _model_calls("c1"), _results("c1"), stored[2]]
+    found = restoration(stored, repaired)
+    placed = place(found, stored[1:])
+    assert placed.outcome is Placement.RESTORED
+    assert placed.contents == repaired[1:]
+
+
+def test_a_window_after_the_calls_place_left_them_out() -> None:
+    assert place(FOUND, [STORED[1]], rest=[STORED[1]]).outcome is Placement.LEFT_OUT
+    stored = [_user("one"), _user("two"), _user("three")]
+    found = restoration(stored, [stored[0], _model_calls("c1"), _results("c1"), *stored[1:]])
+    # A window inside the remembered start, after the calls' place.
+    assert place(found, stored[2:]).outcome is Placement.CHANGED
+    assert place(found, stored[2:], rest=stored[1:]).outcome is Placement.LEFT_OUT
+
+
+def test_a_start_that_is_not_what_adk_built_is_changed() -> None:
+    greeting = types.Content(role="model", parts=[types.Part(text="hello")])
+    assert place(FOUND, [greeting, *STORED], rest=STORED[1:]).outcome is Placement.CHANGED
+    assert place(FOUND, [_model_calls("x"), STORED[1]]).outcome is Placement.CHANGED
+
+
+def test_a_request_ending_before_the_stored_start_is_changed() -> None:
+    stored = [_user("one"), _model_calls("c0"), _results("c0"), _user("two")]
+    repaired = [*stored[:3], _model_calls("c1"), _results("c1"), stored[3]]
+    found = restoration(stored, repaired)
+    assert place(found, stored[:2]).outcome is Placement.CHANGED
+
+
+def _answered_call_turn(call_id: str, *, branch: str | None = None) -> list[Event]:
+    return [
+        _event(_model_calls(call_id), branch=branch),
+        _event(_results(call_id), branch=branch),
+    ]
+
+
+def test_a_result_answering_the_event_before_it_is_left_in_place() -> None:
+    assert not ends_with_a_result_reaching_back([_event(_user("hi")), *_answered_call_turn("c1")])
+    assert not ends_with_a_result_reaching_back([_event(_user("hi"))])
+
+
+def test_a_result_for_an_older_call_reaches_back() -> None:
+    events = [_event(_model_calls("c1")), _event(_user("meanwhile")), _event(_results("c1"))]
+    assert ends_with_a_result_reaching_back(events)
+    other_branch = [
+        _event(_model_calls("c1"), branch="a"),
+        _event(_results("c1"), branch="b"),
+    ]
+    assert ends_with_a_result_reaching_back(other_branch)
+    assert ends_with_a_result_reaching_back([_event(_results("c1"))])
+
+
+def test_calls_placed_before_everything_are_not_certain() -> None:
+    # Whether the request's first user content is the user's or one ADK
+    # inserted cannot be told with nothing before the calls: ADK's builder decides.
+    stored = [_user("hi")]
+    found = restoration(stored, [_model_calls("c1"), _results("c1"), *stored])
+    assert found.stored_start == ()
+    assert place(found, [NOTE, *stored]).outcome is Placement.CHANGED

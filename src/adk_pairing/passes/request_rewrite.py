@@ -290,6 +290,9 @@ def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> 
     repairs: list[ContentRepair] = []
     used: set[str] = set(kept_ids)
     filled = 0
+    # Per reused id, the suffix to try next: every smaller one is taken (ids are
+    # only ever added to `taken`), so an id reused n times costs n, not n².
+    next_suffix: dict[str, int] = {}
     for call in calls:
         # With `fill`, a call whose id a provider that pairs by id cannot take
         # (none, or one like the Anthropic converter's own fallbacks) is
@@ -299,9 +302,10 @@ def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> 
             if call.call_id not in used:
                 used.add(call.call_id)
                 continue
-            suffix = 2
+            suffix = next_suffix.get(call.call_id, 2)
             while f"{call.call_id}-{suffix}" in taken:
                 suffix += 1
+            next_suffix[call.call_id] = suffix + 1
             new_id = f"{call.call_id}-{suffix}"
             rule = ContentRule.DUPLICATE_ID
         elif named_fresh:

@@ -26,6 +26,13 @@ placement, and this module holds the decisions, free of I/O:
   callback changed the contents, a processor rewrote them) means the request
   is not what ADK built from the session, and nothing is spliced.
 
+* `restoration` and `place`: what the two builds differ by, kept so that a
+  later request of the session is restored without building again, and put
+  where ADK's builder put it in whatever contents the request holds (a window
+  over them, contents another plugin added after the calls' place);
+  `ends_with_a_result_reaching_back` says when the end of what ADK builds
+  moves, and the builder must be asked again.
+
 The request pass then runs over the result, so its rules hold whatever the
 builder made of the placeholders: a history whose calls come before any user
 message is restored too, and the request pass opens it with its note (its
@@ -46,13 +53,19 @@ from ..core.placeholders import PlaceholderTexts
 from ..core.repair import place_repairs
 from ..ledger import PairingLedger, TrackedCall
 from ..rules.builder_check import calls_carried, carries_every_call
-from ..wire import MODEL_ROLES, branch_shows
+from ..wire import MODEL_ROLES, branch_shows, builder_leaves_out
 
 __all__ = [
+    "PlaceResult",
+    "Placement",
+    "Restoration",
     "Splice",
     "SpliceResult",
     "calls_the_request_lacks",
+    "ends_with_a_result_reaching_back",
+    "place",
     "repaired_history",
+    "restoration",
     "splice",
 ]
 
@@ -255,3 +268,209 @@ def _place_in_repaired(
     if before <= len(repaired) and repaired[:before] == list(from_stored[:before]):
         return before
     return None
+
+
+# -- the restore remembered: placing what one build found into later requests ----
+
+
+@dataclass(frozen=True, slots=True)
+class Restoration:
+    """What putting back the dropped calls changes in ADK's contents, found once by its builder.
+
+    ADK's contents from the stored events are ``head + stored_region +
+    rest`` and those from the repaired events ``head + repaired_region +
+    rest``: the builder's two runs differ only in the middle. While the
+    history keeps its calls, placeholders and the events before them (the
+    caller's marks), the contents ADK builds from that history start with
+    ``head + stored_region`` whatever was appended since (a rearrangement
+    that reaches back changes them, and then they no longer match), so a
+    later request is restored by one pass over its start, with no builder
+    run (`place`).
+    """
+
+    head: tuple[types.Content, ...]
+    stored_region: tuple[types.Content, ...]
+    repaired_region: tuple[types.Content, ...]
+
+    @property
+    def stored_start(self) -> tuple[types.Content, ...]:
+        """What a request ADK built from the history starts with: ``head + stored_region``."""
+        return self.head + self.stored_region
+
+
+def restoration(
+    from_stored: Sequence[types.Content], from_repaired: Sequence[types.Content]
+) -> Restoration:
+    """The smallest middle of `from_stored` that `from_repaired` replaces (`Restoration`)."""
+    limit = min(len(from_stored), len(from_repaired))
+    lead = 0
+    while lead < limit and from_stored[lead] == from_repaired[lead]:
+        lead += 1
+    trail = 0
+    last_stored, last_repaired = len(from_stored) - 1, len(from_repaired) - 1
+    while (
+        trail < limit - lead
+        and from_stored[last_stored - trail] == from_repaired[last_repaired - trail]
+    ):
+        trail += 1
+    return Restoration(
+        tuple(from_stored[:lead]),
+        tuple(from_stored[lead : len(from_stored) - trail]),
+        tuple(from_repaired[lead : len(from_repaired) - trail]),
+    )
+
+
+class Placement(enum.Enum):
+    """What `place` found in a request."""
+
+    #: The request starts as ADK builds it from the history: the calls are put back.
+    RESTORED = "restored"
+    #: The request starts after the calls' place: a window (another plugin, a
+    #: processor) left their turn out on purpose, and they stay out.
+    LEFT_OUT = "left_out"
+    #: The request's contents up to the calls' place are not what ADK built:
+    #: another plugin or a processor changed them, and where the calls go is
+    #: not certain.
+    CHANGED = "changed"
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceResult:
+    outcome: Placement
+    contents: list[types.Content] | None = None
+
+
+def place(
+    found: Restoration,
+    request: Sequence[types.Content],
+    rest: Sequence[types.Content] = (),
+) -> PlaceResult:
+    """`request` with `found`'s repaired region in place of its stored one, by one pass.
+
+    The request must start with ``found.stored_start`` (compared by value:
+    each build copies its contents), or with a stretch of it up to its end
+    when a window cut the request's start (ADK's `ContextFilterPlugin`, a
+    custom filter), with transient user contents (`_is_transient`: ADK's
+    instruction and input contexts) anywhere but inside the stored region.
+    What follows is kept as it is, whatever changed it: a plugin that added
+    parts to the last content, later turns. A window that starts after the
+    calls' place left them out (`Placement.LEFT_OUT`): inside the stored
+    start, or in `rest` (what the same build holds after it, when known).
+    The repaired region goes in as copies, so nothing a later callback does
+    to the request reaches what is remembered.
+    """
+    start = found.stored_start
+    head_count = len(found.head)
+    if not start:
+        # The calls go first, and nothing before them says whether a leading
+        # user content is the user's or one ADK inserted: not certain.
+        return PlaceResult(Placement.CHANGED)
+    # The request opens with a content of the build, after any transients ADK
+    # inserted first (a user's message is a transient too, by its parts).
+    for first, opening in enumerate(request):
+        for offset, content in enumerate(start):
+            if content != opening:
+                continue
+            where = _match_from(start, offset, request, first)
+            if where is None:
+                continue
+            if offset > head_count or (offset == head_count and not found.stored_region):
+                return PlaceResult(Placement.LEFT_OUT)
+            return _restored(found, offset, where, request)
+        for offset, content in enumerate(rest):
+            if content == opening and _match_from(rest, offset, request, first, whole=True):
+                return PlaceResult(Placement.LEFT_OUT)
+        if not _is_transient(opening):
+            break
+    return PlaceResult(Placement.CHANGED)
+
+
+def _match_from(
+    start: Sequence[types.Content],
+    offset: int,
+    request: Sequence[types.Content],
+    first: int,
+    *,
+    whole: bool = False,
+) -> list[int] | None:
+    """Where ``start[offset:]`` stands in `request` from `first`, transients skipped; else None.
+
+    With `whole`, nothing but transients may follow it.
+    """
+    where: list[int] = []
+    expected = offset
+    position = first
+    count = len(request)
+    while expected < len(start):
+        if position >= count:
+            return None
+        content = request[position]
+        if content == start[expected]:
+            where.append(position)
+            expected += 1
+        elif not _is_transient(content):
+            return None
+        position += 1
+    if whole and any(not _is_transient(content) for content in request[position:]):
+        return None
+    return where
+
+
+def _restored(
+    found: Restoration, offset: int, where: list[int], request: Sequence[types.Content]
+) -> PlaceResult:
+    """The request with the stored region (at `where`, from ``start[offset]``) replaced."""
+    head_in_window = len(found.head) - offset
+    region = len(found.stored_region)
+    cut = where[head_in_window - 1] + 1 if head_in_window else where[0]
+    if region:
+        region_at = where[head_in_window : head_in_window + region]
+        if region_at != list(range(cut, cut + region)):
+            # A transient inside the region, or between it and the head: its place
+            # among the repaired contents is not certain.
+            return PlaceResult(Placement.CHANGED)
+    return PlaceResult(
+        Placement.RESTORED,
+        [*request[:cut], *_copies(found.repaired_region), *request[cut + region :]],
+    )
+
+
+def _copies(contents: Sequence[types.Content]) -> list[types.Content]:
+    return [content.model_copy(deep=True) for content in contents]
+
+
+def ends_with_a_result_reaching_back(events: Sequence[Event]) -> bool:
+    """Whether the last event holds results that ADK's latest-response rearranger acts on.
+
+    A last event whose results all answer calls of the event right before it,
+    in the same branch, is left as it is by every release's rearranger. Any
+    other trailing result (a long-running call's late result, an orphan, a
+    result in an event ADK leaves out, calls beside results) makes the
+    builder cut or move contents from the end back, and what it built is not
+    a start a later request can be checked against: the builder is asked
+    again. O(parts of the last two events).
+    """
+    if not events:
+        return False
+    last = events[-1]
+    parts = last.content.parts if last.content is not None else None
+    responses = [part.function_response for part in parts or () if part.function_response]
+    if not responses:
+        return False
+    if len(events) < 2 or any(part.function_call for part in parts or ()):
+        return True
+    before = events[-2]
+    calls = [
+        part.function_call
+        for part in (before.content.parts if before.content is not None else None) or ()
+        if part.function_call
+    ]
+    if not calls or (before.branch or None) != (last.branch or None):
+        return True
+    if builder_leaves_out([*parts, *before.content.parts]):  # type: ignore[union-attr]
+        return True
+    ids = {call.id for call in calls if call.id}
+    names = {call.name for call in calls if not call.id}
+    return not all(
+        (response.id in ids) if response.id else (response.name in names) for response in responses
+    )

@@ -39,17 +39,21 @@ The plugin keeps, per
 session, a ledger of the session's events (the one the view uses, brought up
 to date incrementally by an `AnalysisCache`), and asks it whether the history
 holds open calls, shown to this agent's branch, that the request lacks
-(`adk_pairing.restore_pass`). Only then does it run ADK's own contents
-request processor twice, on a shallow copy of the invocation context whose
-session holds the stored events and then the events with the view's
+(`adk_pairing.restore_pass`). The first time it does, it runs ADK's own
+contents request processor twice, on a shallow copy of the invocation context
+whose session holds the stored events and then the events with the view's
 placeholders, into fresh requests: whatever arguments the installed release
-passes its builder, they are the same as for the real request. When the
-request still holds what ADK built from the stored events, the contents
-built from the repaired events replace them, and the request pass runs over
-those. When another plugin (or a processor that rewrites contents) changed them first,
-the request pass runs alone, and that is logged once per session. Agent
-callbacks run after every plugin, so they cannot be the cause. A healthy
-request pays for one incremental ledger read, no builder run.
+passes its builder, they are the same as for the real request. What the two
+builds differ by is kept per session (`restore_pass.Restoration`) under what
+it depends on (`_marks`), and placed into this request and the session's
+later ones where ADK's builder put it (`restore_pass.place`): a later request
+costs one pass over its start, no builder run. Contents another plugin added
+after the calls' place stay; a window that cut their turn leaves them out
+(said once); a start that is not what ADK built is left to the request pass
+alone, said once per session with the fix. Irregular histories and a trailing
+result ADK's rearranger acts on are built again each time. Agent callbacks run
+after every plugin, so they cannot be the cause. A healthy request pays for
+one incremental ledger read, no builder run.
 
 If the repair itself fails on some input, the request goes out as ADK built
 it and the error is logged: the plugin is never less available than ADK.
@@ -67,9 +71,19 @@ from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from ..core.lru import Lru
 from ..core.ownership import session_label
 from ..core.placeholders import PlaceholderTexts
-from ..ledger import held_open_call_ids
+from ..ledger import PairingLedger, TrackedCall, held_open_call_ids
 from ..passes.request_pass import repair_contents
-from ..passes.restore_pass import Splice, calls_the_request_lacks, repaired_history, splice
+from ..passes.restore_pass import (
+    Placement,
+    Restoration,
+    Splice,
+    calls_the_request_lacks,
+    ends_with_a_result_reaching_back,
+    place,
+    repaired_history,
+    restoration,
+    splice,
+)
 from ..rules.builder_check import builder_logs_quieted
 from ..wire import pairs_calls_by_id
 from .agent_pass import (
@@ -94,6 +108,10 @@ if TYPE_CHECKING:
     from google.genai import types
 
 logger = logging.getLogger("adk_pairing")
+
+#: How many sessions' restores are remembered; a session beyond it pays ADK's
+#: builder again on its next request that lacks a call.
+REMEMBERED_RESTORES = 512
 
 
 class PairingPlugin(BasePlugin):
@@ -137,7 +155,14 @@ class PairingPlugin(BasePlugin):
         self._ledgers = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
         # Sessions and their lacking calls that ADK's builder showed no more
         # with results (a compacted range): not built again for the same calls.
-        self._nothing_to_restore: Lru[tuple[str, ...], None] = Lru(DEFAULT_ANALYSIS_CACHE_SIZE)
+        self._nothing_to_restore: Lru[tuple[object, ...], None] = Lru(DEFAULT_ANALYSIS_CACHE_SIZE)
+        # Per session, what ADK's builder showed the restore changes, under the
+        # marks of the history it holds for (`restore_pass.Restoration`): later
+        # requests are restored from it by one pass over their start. It holds
+        # the contents before the calls' place, so fewer sessions than ledgers.
+        self._restorations: Lru[tuple[str, str, str], tuple[tuple[object, ...], Restoration]] = Lru(
+            REMEMBERED_RESTORES
+        )
 
     def texts_for(self, session_service: object) -> PlaceholderTexts:
         """The placeholder texts: this plugin's own, then the decorator's, then the defaults."""
@@ -224,8 +249,9 @@ class PairingPlugin(BasePlugin):
         """The request's contents with the calls ADK dropped put back; None when none were.
 
         See the module docstring: one incremental ledger read when nothing
-        is open, two runs of ADK's contents processor only when the request
-        lacks an open call.
+        is open; when the request lacks an open call, one pass over its start
+        if this session's restore is remembered, else two runs of ADK's
+        contents processor.
         """
         session = getattr(invocation, "session", None)
         events = getattr(session, "events", None)
@@ -238,14 +264,23 @@ class PairingPlugin(BasePlugin):
         lacking = calls_the_request_lacks(ledger, events, contents, branch)
         if not lacking:
             return None
-        marks = (
-            *key,
-            str(getattr(getattr(invocation, "agent", None), "name", "")),
-            str(branch),
-            *(f"{events[c.event_index].id}/{c.part_index}" for c in lacking),
-        )
+        marks = _marks(key, invocation, branch, texts, ledger, events, lacking)
         if marks in self._nothing_to_restore:
             return None
+        # What ADK's builder does is local to the calls' place only in a regular
+        # history: in an irregular one (reused ids, results beside calls...) its
+        # pairing reaches across the history, and a trailing result its
+        # rearranger acts on changes the end of what it builds. Those are built
+        # again each time, never remembered.
+        remembers = not (
+            ledger.irregular or ledger.withholding or ends_with_a_result_reaching_back(events)
+        )
+        if remembers:
+            remembered = self._restorations.get(key)
+            if remembered is not None and remembered[0] == marks:
+                placed = place(remembered[1], contents)
+                if placed.outcome is Placement.RESTORED:
+                    return placed.contents
         # The repaired build first: where ADK refuses it, the stored one is not needed.
         try:
             from_repaired = await _build_contents(
@@ -267,17 +302,70 @@ class PairingPlugin(BasePlugin):
         if spliced.outcome is Splice.NOTHING_TO_RESTORE:
             self._nothing_to_restore.put(marks, None)
             return None
-        if spliced.outcome is Splice.CHANGED_BY_OTHERS:
-            if _logged_once.first_time((*key, "not_restored")):
-                logger.warning(
-                    "adk_pairing: the model request of session %s was changed before "
-                    "PairingPlugin ran (another plugin, or a request processor that rewrites "
-                    "contents); the calls "
-                    "ADK's request builder dropped could not be restored",
+        found = restoration(from_stored, from_repaired)
+        if remembers:
+            self._restorations.put(key, (marks, found))
+        if spliced.outcome is Splice.RESTORED:
+            return spliced.contents
+        # Another plugin (or a processor) changed the contents first: the calls
+        # go where ADK's builder put them, if the request still holds that place.
+        placed = place(found, contents, from_stored[len(found.stored_start) :])
+        if placed.outcome is Placement.RESTORED:
+            return placed.contents
+        if placed.outcome is Placement.LEFT_OUT:
+            if _logged_once.first_time((*key, "left_out")):
+                logger.info(
+                    "adk_pairing: the model request of session %s starts after the turn of "
+                    "calls the history holds unanswered (a window, such as ContextFilterPlugin, "
+                    "left it out before PairingPlugin ran); they stay out",
                     session_label(session),
                 )
             return None
-        return spliced.contents
+        if _logged_once.first_time((*key, "not_restored")):
+            logger.warning(
+                "adk_pairing: the model request of session %s was changed before PairingPlugin "
+                "ran (another plugin, or a request processor that rewrites contents) where "
+                "ADK's request builder dropped calls, so they could not be put back; list "
+                "PairingPlugin before that plugin, or wrap the session service in "
+                "PairingSessionService, whose view keeps the calls",
+                session_label(session),
+            )
+        return None
+
+
+def _marks(
+    key: tuple[str, str, str],
+    invocation: object,
+    branch: str | None,
+    texts: PlaceholderTexts,
+    ledger: PairingLedger,
+    events: list[Event],
+    lacking: list[TrackedCall],
+) -> tuple[object, ...]:
+    """What a restore of this session's request depends on, but for the events it passes over.
+
+    The requesting agent and branch, the texts, the calls the request lacks,
+    and every open call with its status and placement: the repaired events
+    differ from the stored ones only there. O(open calls).
+    """
+    open_calls = ledger.open_calls
+    return (
+        *key,
+        str(getattr(getattr(invocation, "agent", None), "name", "")),
+        str(branch),
+        texts.missing,
+        texts.pending,
+        tuple(f"{events[c.event_index].id}/{c.part_index}" for c in lacking),
+        tuple(
+            (
+                events[index].id,
+                index,
+                ledger.placement(index),
+                tuple((c.part_index, c.status, c.withheld) for c in calls),
+            )
+            for index, calls in open_calls.items()
+        ),
+    )
 
 
 async def _build_contents(
