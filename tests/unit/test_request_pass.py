@@ -658,3 +658,20 @@ def test_an_id_like_the_anthropic_converters_own_fallback_is_renamed_apart() -> 
     assert shape(repaired.contents)[2] == ("user", ["R:call_pairing_1"])
     assert not anthropic_violations(repaired.contents)
     assert repair_contents(repaired.contents, fill_missing_ids=True).contents is repaired.contents
+
+
+def test_the_log_summary_counts_alike_repairs_and_stays_bounded():
+    """A reused id repaired once per turn must not make the warning grow with the session."""
+    from adk_pairing.passes.request_records import SUMMARY_MOST, ContentRepair, RepairedContents
+
+    repeated = tuple(ContentRepair(ContentRule.DUPLICATE_ID, "call_0") for _ in range(500))
+    assert RepairedContents([], repeated).summary() == "duplicate_id call_0 (x500)"
+
+    many = tuple(ContentRepair(ContentRule.DUPLICATE_ID, f"c{i}") for i in range(50))
+    line = RepairedContents([], (*many, *repeated)).summary()
+    assert line.startswith("duplicate_id call_0 (x500); duplicate_id c0; ")
+    assert line.count(";") == SUMMARY_MOST
+    assert line.endswith(f"and {50 + 1 - SUMMARY_MOST} more")
+
+    quiet = (ContentRepair(ContentRule.MERGED), ContentRepair(ContentRule.PLACEHOLDER, "c1"))
+    assert RepairedContents([], quiet).summary() == "placeholder c1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from dataclasses import dataclass
 
 from google.genai import types
@@ -40,6 +41,9 @@ class ContentRule(enum.StrEnum):
     OPENING_NOTE = "opening_note"
 
 
+#: How many different repairs a log line lists before it says how many more there are.
+SUMMARY_MOST = 8
+
 #: Repairs of form only: they change no call, result or id, and are not logged.
 QUIET_RULES = frozenset({ContentRule.MERGED, ContentRule.EMPTY_CONTENT})
 
@@ -71,3 +75,19 @@ class RepairedContents:
     def notable(self) -> list[ContentRepair]:
         """The repairs beyond merging: the ones worth a warning."""
         return [repair for repair in self.repairs if repair.rule not in QUIET_RULES]
+
+    def summary(self, most: int = SUMMARY_MOST) -> str:
+        """The notable repairs for a log line: alike ones counted, at most `most` listed.
+
+        A history that reuses one id in every turn is repaired the same way on
+        every request, once per turn it holds, so a line listing each repair
+        would grow with the session for the session's whole life.
+        """
+        counted = Counter(repair.describe() for repair in self.notable)
+        listed = [
+            text if count == 1 else f"{text} (x{count})"
+            for text, count in counted.most_common(most)
+        ]
+        if len(counted) > most:
+            listed.append(f"and {len(counted) - most} more")
+        return "; ".join(listed)

@@ -249,5 +249,5 @@ def apply_after_the_plugin(callback_context: object, llm_request: LlmRequest) ->
             "(a plugin listed after it, or the agent's before_model_callback); repaired it "
             "again before it was sent: %s. Logged once per session",
             session_label(session),
-            "; ".join(repair.describe() for repair in notable),
+            result.summary(),
         )

@@ -239,7 +239,7 @@ class PairingPlugin(BasePlugin):
             logger.warning(
                 "adk_pairing: repaired the model request of session %s: %s",
                 session_label(session),
-                "; ".join(repair.describe() for repair in notable),
+                result.summary(),
             )
         return None
 
