@@ -40,7 +40,6 @@ PURE = (
     "ledger/rewinds.py",
     "ledger/reads.py",
     "core/analysis_cache.py",
-    "core/kept_verdict.py",
     "core/lru.py",
     "builder_traits.py",
     "adk/builder.py",
@@ -106,8 +105,6 @@ LAYER_OF = {
     "ledger.placement": CORE,
     "ledger.rewinds": CORE,
     "core.analysis_cache": CORE,
-    # The builder check's verdict, kept while appended events cannot change it.
-    "core.kept_verdict": CORE,
     "core.lru": CORE,
     "builder_traits": CORE,
     "ledger.reads": CORE,

@@ -160,28 +160,16 @@ def left_out_call_names() -> frozenset[str]:
     return LEFT_OUT_CALL_NAMES | {INPUT_REQUEST} if leaves_out else LEFT_OUT_CALL_NAMES
 
 
-@functools.cache
-def builder_keeps_call_ids() -> bool:
-    """Whether `contents_builder` keeps every call id as stored.
-
-    Where ``_get_contents`` cannot be asked to (``preserve_function_call_ids``,
-    absent before 1.39), it strips ADK's own ``adk-`` ids.
-    """
-    from google.adk.flows.llm_flows import contents
-
-    return "preserve_function_call_ids" in inspect.signature(contents._get_contents).parameters
-
-
 def contents_builder() -> Callable[[list[Event], Any, str | None], list[types.Content]]:
     """ADK's ``_get_contents`` as ``(events, agent, branch)``, as its contents processor calls it.
 
-    Ids are kept as stored where the release can (`builder_keeps_call_ids`,
+    Ids are kept as stored where the release can (``preserve_function_call_ids``,
     1.39 and later); 1.20 strips only ADK's own ``adk-`` ids, from both lists alike.
     """
     from google.adk.flows.llm_flows import contents
 
     get_contents = contents._get_contents
-    if builder_keeps_call_ids():
+    if "preserve_function_call_ids" in inspect.signature(get_contents).parameters:
         return lambda events, agent, branch: get_contents(
             branch, events, agent, preserve_function_call_ids=True
         )

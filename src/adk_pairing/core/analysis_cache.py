@@ -9,12 +9,11 @@ never touches a store; the decorator asks it for a ledger on every full read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from google.adk.events.event import Event
 
 from ..ledger import PairingLedger, build_ledger
-from .kept_verdict import KeptVerdict
 from .lru import Lru
 
 #: Sessions whose analysis `PairingSessionService` remembers by default.
@@ -39,14 +38,9 @@ class _Analysed:
     open_event_ids: tuple[tuple[int, str], ...]
     #: Never mutated: every read continues from a `carry_forward` copy.
     ledger: PairingLedger
-    #: The check's acceptance of a view of a prefix of this history, kept
-    #: (`KeptVerdict`); never mutated: every read advances a copy.
-    kept: KeptVerdict | None = None
 
     @classmethod
-    def of(
-        cls, events: list[Event], ledger: PairingLedger, kept: KeptVerdict | None = None
-    ) -> _Analysed | None:
+    def of(cls, events: list[Event], ledger: PairingLedger) -> _Analysed | None:
         if not events or not events[0].id or not events[-1].id:
             return None
         return cls(
@@ -55,7 +49,6 @@ class _Analysed:
             events[-1].id,
             tuple((index, events[index].id) for index in ledger.open_calls),
             ledger.carry_forward(),
-            kept,
         )
 
     def resume(self, events: list[Event]) -> PairingLedger | None:
@@ -96,33 +89,12 @@ class AnalysisCache:
         resumed = analysed.resume(events) if analysed is not None else None
         ledger = resumed if resumed is not None else build_ledger(events)
         if resumed is None or analysed.event_count != len(events):
-            # A verdict on a prefix of this history still applies to it.
-            analysed = _Analysed.of(events, ledger, analysed.kept if resumed is not None else None)
+            analysed = _Analysed.of(events, ledger)
         if analysed is None:
             self._entries.discard(key)
             return ledger
         self._entries.put(key, analysed)
         return ledger
-
-    def kept_verdict(
-        self, key: SessionKey, events: list[Event], ledger: PairingLedger
-    ) -> KeptVerdict | None:
-        """The kept verdict on `events`, whose `ledger_for` was just asked, advanced over
-        what is new (`KeptVerdict.advance`); None when there is none, or it cannot keep."""
-        analysed = self._entries.get(key)
-        if analysed is None or analysed.kept is None or analysed.event_count != len(events):
-            return None
-        kept = analysed.kept.copy()
-        return kept if kept.advance(events, ledger) else None
-
-    def keep_verdict(self, key: SessionKey, kept: KeptVerdict | None) -> None:
-        """Remembers `kept` (a copy) with session `key`'s analysis, made over the same events."""
-        analysed = self._entries.get(key)
-        if analysed is None or (kept is None and analysed.kept is None):
-            return
-        if kept is not None and kept.event_count != analysed.event_count:
-            kept = None
-        self._entries.put(key, replace(analysed, kept=kept.copy() if kept is not None else None))
 
     def forget(self, key: SessionKey) -> None:
         """Drops what is remembered of session `key` (created, deleted, unreadable)."""

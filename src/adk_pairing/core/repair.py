@@ -25,7 +25,6 @@ from google.adk.events.event import Event
 
 from ..ledger import PairingLedger, build_ledger
 from ..rules.builder_check import StoredVerdicts, view_never_worse
-from .kept_verdict import KeptVerdict
 from .placeholders import PlaceholderTexts, RepairedSlot
 
 _DEFAULT_TEXTS = PlaceholderTexts()
@@ -65,10 +64,6 @@ class RepairedHistory:
     #: The stored indices of those call events, in order; the rest of the
     #: history keeps its placeholders (`slots`).
     served_as_stored: tuple[int, ...] = ()
-    #: The check's acceptance of this whole view, while later events can keep
-    #: it (`adk_pairing.core.kept_verdict`); None when nothing was checked,
-    #: or the verdict cannot be kept.
-    kept: KeptVerdict | None = None
 
     @property
     def serves_some_as_stored(self) -> bool:
@@ -77,11 +72,7 @@ class RepairedHistory:
 
 
 def repair_history(
-    events: Sequence[Event],
-    ledger: PairingLedger,
-    texts: PlaceholderTexts,
-    *,
-    kept: KeptVerdict | None = None,
+    events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
 ) -> RepairedHistory:
     """The stored events with a synthetic result after every unanswered call it may answer.
 
@@ -94,9 +85,6 @@ def repair_history(
     stored, with the reason (`RepairedHistory.fallback`,
     `RepairedHistory.served_as_stored`), and every other one keeps its
     placeholders; the view returned is one the check accepted.
-
-    `kept` is the check's acceptance of this history's view whole, advanced
-    over every event since (`KeptVerdict.advance`): the check is then skipped.
     """
     repaired = place_repairs(events, ledger, texts)
     if not repaired.slots:
@@ -104,40 +92,14 @@ def repair_history(
     out_of_order = any(slot.anchor is None for slot in repaired.slots.values())
     if not (ledger.irregular or out_of_order):
         return repaired
-    fallback = Fallback.UNPROVEN if ledger.irregular else Fallback.ANSWERS_OUT_OF_ORDER
-    if (
-        kept is not None
-        and kept.event_count == len(events)
-        and kept.shape_count == len(ledger.shapes)
-        and (kept.served_as_stored is None or kept.served_as_stored in repaired.slots)
-        and all(
-            slot.anchor == index
-            for index, slot in repaired.slots.items()
-            if index >= kept.checked_count
-        )
-    ):
-        # The check's verdict, and every event since keeps it.
-        served = kept.served_as_stored
-        if served is None:
-            repaired.kept = kept
-            return repaired
-        provable = {index: slot for index, slot in repaired.slots.items() if index != served}
-        return RepairedHistory(_render(events, provable), provable, fallback, (served,), kept)
     stored_verdicts: StoredVerdicts = {}
     if view_never_worse(events, repaired.events, stored_verdicts=stored_verdicts):
-        repaired.kept = KeptVerdict.after_check(events, ledger, repaired.events)
         return repaired
-    provable = _provable_slots(events, repaired.slots, stored_verdicts)
-    served_as_stored = tuple(index for index in repaired.slots if index not in provable)
+    fallback = Fallback.UNPROVEN if ledger.irregular else Fallback.ANSWERS_OUT_OF_ORDER
+    kept = _provable_slots(events, repaired.slots, stored_verdicts)
+    served_as_stored = tuple(index for index in repaired.slots if index not in kept)
     # Rendered last, so each kept slot holds the synthetic event served.
-    view = _render(events, provable)
-    # One call event with open calls, served as stored: its verdict can be kept too.
-    kept = (
-        KeptVerdict.after_check(events, ledger, view, served_as_stored[0])
-        if len(repaired.slots) == 1
-        else None
-    )
-    return RepairedHistory(view, provable, fallback, served_as_stored, kept)
+    return RepairedHistory(_render(events, kept), kept, fallback, served_as_stored)
 
 
 def _provable_slots(

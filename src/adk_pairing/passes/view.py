@@ -24,7 +24,6 @@ returned. The rules it keeps:
   shrank the history, an append after a response event that made the ledger
   withhold calls, or an append to an irregular history with unanswered calls
   (whose view must be checked whole against ADK's builder, `adk_pairing.builder_check`)
-  that can change the check's verdict (`adk_pairing.core.kept_verdict`)
   makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
@@ -43,7 +42,6 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
-from ..core.kept_verdict import KeptVerdict
 from ..core.placeholders import PlaceholderTexts, RepairedSlot
 from ..core.repair import RepairedHistory, repair_history
 from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
@@ -56,7 +54,7 @@ HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("checked", "inner", "kept", "ledger", "slot_order", "slots", "texts")
+    __slots__ = ("checked", "inner", "ledger", "slot_order", "slots", "texts")
 
     def __init__(
         self, inner: Session, ledger: PairingLedger | None, texts: PlaceholderTexts
@@ -75,13 +73,8 @@ class ViewState:
         #: some call events as stored after that check
         #: (`adk_pairing.repair.repair_history`): the verdict, and which call
         #: events go as stored, depend on the whole history, so each append
-        #: repairs the view again, as a fresh read would, unless the verdict
-        #: is `kept`.
+        #: repairs the view again, as a fresh read would.
         self.checked = False
-        #: The check's acceptance of the whole view, kept while appended
-        #: events cannot change it (`adk_pairing.core.kept_verdict`): those
-        #: are observed into the view like a regular history's.
-        self.kept: KeptVerdict | None = None
 
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
@@ -89,7 +82,6 @@ class ViewState:
         self.checked = repaired.serves_some_as_stored or any(
             slot.anchor is None for slot in repaired.slots.values()
         )
-        self.kept = repaired.kept
 
     def catch_up(self, view: PairedSession, stored_before: int) -> None:
         """Brings `view` up to date with the inner session, which held `stored_before` events.
@@ -110,7 +102,7 @@ class ViewState:
         view_events = view.events
         index = stored_before
         for event in new_events:
-            if not self._can_observe(ledger, event):
+            if not self._can_observe(ledger):
                 self.rebuild(view)
                 return
             view_events.append(event)
@@ -119,49 +111,28 @@ class ViewState:
                 return
             index += 1
 
-    def _can_observe(self, ledger: PairingLedger, event: Event) -> bool:
-        """Whether `event`, the next one, may be observed into the view as it stands.
+    def _can_observe(self, ledger: PairingLedger) -> bool:
+        """Whether the next event may be observed into the view as it stands.
 
         Not while the ledger withholds calls: the next event with parts
         releases them (older builders, `adk_pairing.ledger.older_builders`),
         and `observe` does not report that release. Not after a check of the
         whole view (`checked`), nor while an irregular history has open calls:
         its placeholders hold only once ADK's builder has checked the whole
-        view (`adk_pairing.builder_check`); unless the check accepted the
-        whole view and `event` keeps that verdict (`KeptVerdict.admits`).
+        view (`adk_pairing.builder_check`).
         """
-        kept = self.kept
-        if kept is not None and not kept.admits(event):
-            kept = self.kept = None
-        if ledger.withholding:
-            return False
-        if not (self.checked or (ledger.irregular and ledger.open_calls)):
-            return True
-        return kept is not None
+        return not (ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls))
 
     def _apply(self, view: PairedSession, ledger: PairingLedger, observed: Observation) -> bool:
         """Applies what observing the view's last event changed; False when it cannot.
 
         It cannot when some placeholders must move back to their call events,
-        when the history turned irregular with open calls (unless the
-        verdict is `kept`, the event regular and answering only calls made
-        since the check), or when a call settled whose placeholders sit, or
-        must now sit, after a later event than the call
-        (`PairingLedger.placement`).
+        when the history turned irregular with open calls, or when a call
+        settled whose placeholders sit, or must now sit, after a later event
+        than the call (`PairingLedger.placement`).
         """
         settled, opened, held, placements_moved = observed
-        if placements_moved:
-            return False
-        kept = self.kept
-        if kept is not None:
-            if (
-                held
-                or len(ledger.shapes) != kept.shape_count
-                or any(call.event_index < kept.checked_count for call in settled)
-            ):
-                self.kept = None
-                return False
-        elif ledger.irregular and ledger.open_calls:
+        if placements_moved or (ledger.irregular and ledger.open_calls):
             return False
         if settled or held:
             touched: dict[int, None] = {}
@@ -208,7 +179,6 @@ class ViewState:
     def serve_unrepaired(self, view: PairedSession) -> None:
         """Shows the stored events as they are, until the next append rebuilds the view."""
         self.ledger = None
-        self.kept = None
         self.slots = {}
         self.slot_order = []
         view.events = list(self.inner.events)

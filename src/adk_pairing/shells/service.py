@@ -331,13 +331,7 @@ class PairingSessionService(BaseSessionService):
         """The repaired view of `stored`, or `stored` itself if repair fails."""
         try:
             ledger = self._ledger_for(stored, full_read=full_read)
-            if full_read:
-                key = _cache_key(stored)
-                kept = self._analysis_cache.kept_verdict(key, stored.events, ledger)
-                repaired = repair_history(stored.events, ledger, self._texts, kept=kept)
-                self._analysis_cache.keep_verdict(key, repaired.kept)
-            else:
-                repaired = repair_history(stored.events, ledger, self._texts)
+            repaired = repair_history(stored.events, ledger, self._texts)
             view = paired_view(stored, ledger, repaired, self._texts)
             if log_missing:
                 metrics = live_metrics()
