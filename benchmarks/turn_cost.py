@@ -8,10 +8,9 @@ Run it as a section of ``benchmarks/run.py`` from the repository root::
 Against another worktree's ``adk_pairing`` (this harness, that source; the
 results name the source they imported)::
 
-    cd /work/wt/bench && PYTHONPATH=/work/wt/X/src:/work/wt/bench nice -n 10 \\
-        /work/main/.venv/bin/python benchmarks/run.py --sections turn_cost \\
+    PYTHONPATH=../other/src:. .venv/bin/python benchmarks/run.py --sections turn_cost \\
         --turn-cost-sizes 1000,3000 --turn-cost-shapes reused-interrupted,parallel-open \\
-        --output /tmp/X.md --json /tmp/X.json
+        --output /tmp/other.md --json /tmp/other.json
 
 A missing call stays missing in the store, so what its repair costs is paid on
 every later turn of the session. This suite measures that per turn, as a user
