@@ -422,31 +422,14 @@ def test_adk_api_server_refuses_a_raw_password_at_start_up_with_the_fix(tmp_path
     "Internal Server Error". ADK's CLI prints a traceback above the line for
     any service its factory cannot build; the last line is ours.
     """
-    import subprocess
-
     from .test_wiring_adk_cli import readme_api_server_args
-    from .wiring_support import READY_TIMEOUT, agents_copy, free_port
+    from .wiring_support import agents_copy, server_that_must_not_start
 
     agents_root = agents_copy(tmp_path)
     database = postgres_url.rsplit("/", 1)[1]
     uri = f"pairing+postgresql+asyncpg://postgres:{RAW}@{PG}/{database}"
     argv = readme_api_server_args(uri, agents_root)
-    log = tmp_path / "server.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*argv, "--host", "127.0.0.1", "--port", str(free_port()), "--no-reload"],
-            cwd=tmp_path,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        returncode = process.wait(timeout=READY_TIMEOUT)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-
-    text = log.read_text()
+    returncode, text = server_that_must_not_start(argv, tmp_path, tmp_path / "server.log")
     assert returncode != 0, text
     last = text.strip().splitlines()[-1]
     assert last.startswith("adk_pairing.shells.errors.UriPasswordError: the password in "), last

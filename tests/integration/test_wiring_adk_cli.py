@@ -26,7 +26,6 @@ exactly the schemes the README's ``services.py`` does.
 from __future__ import annotations
 
 import shlex
-import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -40,19 +39,18 @@ from adk_pairing import register_pairing_schemes
 
 from .wiring_support import (
     ADK,
-    READY_TIMEOUT,
     SeededSession,
     agents_copy,
     api_server,
     assert_model_saw_placeholder,
     assert_store_untouched,
     demo_report,
-    free_port,
     raw_event_rows,
     raw_sqlite_event_rows,
     readme_snippet,
     seed_interrupted_session,
     seed_interrupted_session_into,
+    server_that_must_not_start,
 )
 
 
@@ -149,24 +147,10 @@ def test_adk_api_server_without_registration_refuses_a_pairing_uri(tmp_path, pos
     agents_root = agents_copy(tmp_path)
     (agents_root / "services.yaml").unlink()
     argv = readme_api_server_args("pairing+" + postgres_url, agents_root)
-    log = tmp_path / "refused.log"
-
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*argv, "--host", "127.0.0.1", "--port", str(free_port()), "--no-reload"],
-            cwd=tmp_path,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        returncode = process.wait(timeout=READY_TIMEOUT)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
+    returncode, text = server_that_must_not_start(argv, tmp_path, tmp_path / "refused.log")
 
     assert returncode != 0
-    assert "Failed to create database engine for URL 'pairing+postgresql" in log.read_text()
+    assert "Failed to create database engine for URL 'pairing+postgresql" in text
 
 
 async def test_readme_adk_web_line_repairs_interrupted_sqlite_session_store(tmp_path):

@@ -300,6 +300,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def server_that_must_not_start(argv: list[str], cwd: Path, log: Path) -> tuple[int, str]:
+    """Runs ADK's server command `argv` until it exits, which it must before it is ready:
+    its exit code and what it printed (`log`). A server still running then is killed."""
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*argv, "--host", "127.0.0.1", "--port", str(free_port()), "--no-reload"],
+            cwd=cwd,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        returncode = process.wait(timeout=READY_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    return returncode, log.read_text()
+
+
 def _log_tail(log: Path, lines: int = 40) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
