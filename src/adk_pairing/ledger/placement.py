@@ -7,12 +7,15 @@ ones. The placeholders of one call event are one event, in call order. When
 later events answered some of its calls, that merge gives the answers in call
 order only if the open calls all come before the answered ones (the
 placeholders go right after the call event, as usual) or all after them. They
-go right after the event that answered those only when it is the event right
-after the call event and holds results for this call event alone (ADK's own
-shape: an ordinary call's result before a long-running call's); past any other
-event ADK's rearrangers would attribute or cut differently (a result goes to
-the newest call before it with its id, and a trailing result event cuts the
-history back to its call event). Otherwise no one placement can.
+go after the events that answered those only when those events are the run of
+events right after the call event and each holds results for this call event
+alone (ADK's own shapes: an ordinary call's result before a long-running
+call's, and parallel calls answered one event each as they finish): the merge
+then ends with the placeholders, and what came before them is the stored
+request's merge unchanged. Past any other event ADK's rearrangers would
+attribute or cut differently (a result goes to the newest call before it with
+its id, and a trailing result event cuts the history back to its call event).
+Otherwise no one placement can.
 """
 
 from __future__ import annotations
@@ -30,11 +33,11 @@ class AnsweredLater(NamedTuple):
     #: The lowest and highest part index of its calls that later events answered.
     lowest: int
     highest: int
-    #: The index of the event that answered them, or -1 when that event cannot
-    #: take the placeholders (another event answered some too, or it is not the
-    #: event right after the call event, or it holds other results).
+    #: The last event of the run that answered them, or -1 when the run cannot
+    #: take the placeholders (an answer came from outside the run of events
+    #: right after the call event, or an event of the run holds other parts).
     answered_by: int
-    #: How many of its calls were answered.
+    #: How many of its calls the event `answered_by` answered.
     count: int
 
 
@@ -65,28 +68,33 @@ class Placements:
         """The call at `part_index` of call event `event_index` was answered by event `by`."""
         known = self.answered_later.get(event_index)
         if known is None:
-            # Only the event right after the call event can take its placeholders.
+            # The run that can take its placeholders starts right after the call event.
             after = by if by == event_index + 1 else -1
             self.answered_later[event_index] = _record(
                 AnsweredLater, (part_index, part_index, after, 1)
             )
         else:
             lowest, highest, answered_by, count = known
-            after = answered_by if answered_by == by else -1
+            if answered_by >= 0 and by == answered_by:
+                after, count = by, count + 1
+            elif answered_by >= 0 and by == answered_by + 1:
+                after, count = by, 1  # the run goes on; this event is confirmed in turn
+            else:
+                after = -1
             self.answered_later[event_index] = _record(
                 AnsweredLater,
                 (
                     lowest if lowest < part_index else part_index,
                     highest if highest > part_index else part_index,
                     after,
-                    count + 1,
+                    count,
                 ),
             )
         if after >= 0:
             self.to_confirm = event_index
 
     def confirm_sole_answers(self, parts: Sequence[PartRead], index: int) -> None:
-        """Keeps the event at `index` as a placement only if all its results answered one event."""
+        """Keeps the event at `index` in the run only if all its parts are results for one event."""
         call_index, self.to_confirm = self.to_confirm, -1
         known = self.answered_later.get(call_index)
         if known is None or known.answered_by != index:
