@@ -55,7 +55,14 @@ READS_BUILT_REQUEST = ReadPolicy(builder_leaves_events_out=False, one_call_per_i
 class OpenCallIndex:
     """The calls still open, as the newest builder's rules open them and find them."""
 
-    __slots__ = ("by_branch", "idless_open", "newest_by_id", "slots")
+    __slots__ = (
+        "by_branch",
+        "idless_open",
+        "newest_by_id",
+        "reuse_stays_irregular",
+        "reused_unanswered",
+        "slots",
+    )
 
     def __init__(self) -> None:
         #: Event index -> part index -> its open call, both in history order.
@@ -73,6 +80,11 @@ class OpenCallIndex:
         #: id-less calls of that name. An emptied queue stays: it still owns
         #: later responses of that name, which then answer nothing.
         self.idless_open: dict[str, deque[TrackedCall]] = {}
+        #: Call id -> the agent whose call reused it while its earlier call
+        #: was open, until some call with the id is answered (`note_reuse`).
+        self.reused_unanswered: dict[str, str] = {}
+        #: Set once a reuse that no answer can make regular was seen.
+        self.reuse_stays_irregular = False
 
     def open_event(
         self,
@@ -99,6 +111,10 @@ class OpenCallIndex:
         if branch is not None and by_branch is None:
             # The first branch: every call before it is branch-less.
             by_branch = self.by_branch = {None: dict(newest_by_id)}
+            if self.reused_unanswered:
+                # An answer in a branch is not shown to every agent.
+                self.reused_unanswered.clear()
+                self.reuse_stays_irregular = True
         in_branch = by_branch.setdefault(branch, {}) if by_branch is not None else None
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
@@ -155,7 +171,7 @@ class OpenCallIndex:
                 opened_ids.add(call_id)
                 if call_id in newest_by_id:
                     # Not dict.setdefault: dearer on a cold walk (benchmarks/RESULTS.md).
-                    shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
+                    self.note_reuse(call_id, newest_by_id[call_id], author, older, shapes)
                 newest_by_id[call_id] = call
                 if in_branch is not None:
                     in_branch[call_id] = call
@@ -173,6 +189,41 @@ class OpenCallIndex:
         if opened:
             self.slots[index] = opened
         return opened
+
+    def note_reuse(
+        self,
+        call_id: str,
+        earlier: TrackedCall,
+        author: str | None,
+        older: OlderBuilder | None,
+        shapes: set[IrregularShape],
+    ) -> None:
+        """A call by `author` reuses `call_id` while `earlier`, with that id, is open.
+
+        The history is irregular (`IrregularShape.CALL_ID_REUSED_WHILE_OPEN`).
+        Under the newest builder, in a history without branches, with both
+        calls made by one agent, it is so only until some call with the id is
+        answered by that agent or the user (`reuse_answered`). From then on
+        that builder keeps every call with the id (it drops a call only when
+        no result carries its id) and gives each placeholder to the call
+        right before it, as the ledger does: the view changes nothing but
+        the open calls' answers. Before, the placeholders alone would keep
+        calls the builder drops, several with one id. Elsewhere the builder's
+        pairing reaches across the history, and the view is checked.
+        """
+        shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
+        if older is None and self.by_branch is None and earlier.author == author and author:
+            self.reused_unanswered[call_id] = author
+        else:
+            self.reuse_stays_irregular = True
+
+    def reuse_answered(self, call: TrackedCall, shapes: set[IrregularShape]) -> None:
+        """`call` was answered by its own agent or the user (`note_reuse`)."""
+        if self.reused_unanswered.get(call.call_id or "") != call.author:
+            return
+        del self.reused_unanswered[call.call_id]  # type: ignore[arg-type]
+        if not self.reused_unanswered and not self.reuse_stays_irregular:
+            shapes.discard(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
 
     def take_shown(self, call_id: str, branch: str | None) -> TrackedCall | None:
         """Unindexes and returns the open call a response with `call_id` in `branch` answers.
@@ -252,6 +303,8 @@ class OpenCallIndex:
         copied.newest_by_id = {
             call_id: copies.of(call) for call_id, call in self.newest_by_id.items()
         }
+        copied.reused_unanswered = dict(self.reused_unanswered)
+        copied.reuse_stays_irregular = self.reuse_stays_irregular
         if self.by_branch is not None:
             copied.by_branch = {
                 branch: {call_id: copies.of(call) for call_id, call in calls.items()}

@@ -33,6 +33,8 @@ The rules follow the ones ADK itself applies when it builds a model request
 Irregular histories (docs/irregular-histories.md; `adk_pairing.wire.IrregularShape`)
 are marked (`PairingLedger.shapes`) where the walk meets them, so that
 `adk_pairing.builder_check` can check their view against ADK's own builder.
+One mark is lifted again: a call id reused while open, once the newest
+builder's own pairing covers it (`OpenCallIndex.note_reuse`).
 A response repeating the id of an answered call in an event of its own (a
 long-running tool's progress updates) is regular.
 
@@ -245,6 +247,8 @@ class PairingLedger:
                     shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
                 elif older is not None:
                     older.check_answer(for_older, call, response)
+                elif open_index.reused_unanswered:
+                    open_index.reuse_answered(call, shapes)
                 self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
