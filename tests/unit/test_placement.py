@@ -24,7 +24,9 @@ from .test_properties import adk_request_contents
 TEXTS = PlaceholderTexts()
 TRAITS = {
     "newest": NEWEST_BUILDER,
-    "walks back": BuilderTraits(history_pairs_by_last_response=False, latest_response_walks_back=True),
+    "walks back": BuilderTraits(
+        history_pairs_by_last_response=False, latest_response_walks_back=True
+    ),
     "by last response": BuilderTraits(
         history_pairs_by_last_response=True,
         latest_response_walks_back=True,

@@ -1,4 +1,4 @@
-"""A call id reused while an earlier call with it is open, then answered (`OpenCallIndex.note_reuse`).
+"""A call id reused while an earlier call with it is open, then answered (`note_reuse`).
 
 Models number their calls per turn (``call_0``), so a turn that died leaves an
 open ``call_0`` that every later turn reuses. Under the newest builder the
@@ -27,7 +27,9 @@ from .events import call, model_event, response, response_event, user_text
 TEXTS = PlaceholderTexts()
 REUSED = IrregularShape.CALL_ID_REUSED_WHILE_OPEN
 OLDER = {
-    "walks back": BuilderTraits(history_pairs_by_last_response=False, latest_response_walks_back=True),
+    "walks back": BuilderTraits(
+        history_pairs_by_last_response=False, latest_response_walks_back=True
+    ),
     "by last response": BuilderTraits(
         history_pairs_by_last_response=True,
         latest_response_walks_back=True,
