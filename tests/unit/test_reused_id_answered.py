@@ -18,6 +18,7 @@ from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits, builder_trait
 from adk_pairing.core.placeholders import PlaceholderTexts
 from adk_pairing.core.repair import place_repairs, repair_history
 from adk_pairing.ledger import PairingLedger, build_ledger
+from adk_pairing.ledger.open_calls import ANSWERED_IDS_REMEMBERED
 from adk_pairing.rules.builder_check import view_never_worse
 from adk_pairing.wire import IrregularShape
 from tests.adk_features import ADK_VERSION, BUILDER_DROPS_UNANSWERED_CALLS, requires
@@ -75,6 +76,37 @@ def test_observing_event_by_event_agrees_with_the_walk_and_survives_a_carry_forw
     for index, event in enumerate(events[4:], start=4):
         resumed.observe(event, index)
     assert not resumed.irregular
+
+
+def answered_turn(call_id: str, turn: str) -> list[Event]:
+    return [
+        user_text(turn, invocation_id=turn),
+        model_event([call(call_id)], invocation_id=turn),
+        response_event([response(call_id)], invocation_id=turn),
+    ]
+
+
+def test_a_reuse_of_an_id_answered_before_is_regular_at_once() -> None:
+    events = [*answered_turn("call_0", "inv-0"), *died_then_reused(answered=False)]
+    ledger = build_ledger(events, traits=NEWEST_BUILDER)
+    assert not ledger.irregular
+    assert list(ledger.open_calls) == [4, 6]
+
+
+def test_an_id_answered_before_but_forgotten_waits_for_its_answer() -> None:
+    events = answered_turn("call_0", "inv-0")
+    for n in range(ANSWERED_IDS_REMEMBERED):
+        events += answered_turn(f"other_{n}", f"inv-other-{n}")
+    events += died_then_reused(answered=False)
+    assert build_ledger(events, traits=NEWEST_BUILDER).shapes == {REUSED}
+
+
+@newest_builder_installed
+def test_adks_builder_keeps_every_rule_on_the_view_of_an_id_answered_before() -> None:
+    events = [*answered_turn("call_0", "inv-0"), *died_then_reused(answered=False)]
+    repaired = repair_history(events, build_ledger(events), TEXTS)
+    assert repaired.fallback is None and list(repaired.slots) == [4, 6]
+    assert view_never_worse(events, repaired.events)
 
 
 @pytest.mark.parametrize("traits", OLDER.values(), ids=OLDER.keys())

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from .older_builders import LedgerForOlderBuilders, OlderBuilder
 
 
+#: How many answered call ids an index remembers (`OpenCallIndex.answered_ids`):
+#: more than a model that numbers its calls per turn uses. Past it, the memory
+#: starts again, and a reuse of a forgotten id waits for its answer.
+ANSWERED_IDS_REMEMBERED = 16
+
+
 @dataclass(frozen=True, slots=True)
 class ReadPolicy:
     """What the ledger reads, and the two rules that change with it."""
@@ -56,6 +62,7 @@ class OpenCallIndex:
     """The calls still open, as the newest builder's rules open them and find them."""
 
     __slots__ = (
+        "answered_ids",
         "by_branch",
         "idless_open",
         "newest_by_id",
@@ -83,6 +90,9 @@ class OpenCallIndex:
         #: Call id -> the agent whose call reused it while its earlier call
         #: was open, until some call with the id is answered (`note_reuse`).
         self.reused_unanswered: dict[str, str] = {}
+        #: Call id -> the agent whose call with that id its own agent or the
+        #: user answered, for the ids answered last (`ANSWERED_IDS_REMEMBERED`).
+        self.answered_ids: dict[str, str] = {}
         #: Set once a reuse that no answer can make regular was seen.
         self.reuse_stays_irregular = False
 
@@ -203,7 +213,8 @@ class OpenCallIndex:
         The history is irregular (`IrregularShape.CALL_ID_REUSED_WHILE_OPEN`).
         Under the newest builder, in a history without branches, with both
         calls made by one agent, it is so only until some call with the id is
-        answered by that agent or the user (`reuse_answered`). From then on
+        answered by that agent or the user (`reuse_answered`), or none if one
+        was before (`answered_ids`). From then on
         that builder keeps every call with the id (it drops a call only when
         no result carries its id) and gives each placeholder to the call
         right before it, as the ledger does: the view changes nothing but
@@ -211,11 +222,13 @@ class OpenCallIndex:
         calls the builder drops, several with one id. Elsewhere the builder's
         pairing reaches across the history, and the view is checked.
         """
-        shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
         if older is None and self.by_branch is None and earlier.author == author and author:
+            if self.answered_ids.get(call_id) == author:
+                return  # a result with the id is in the history already
             self.reused_unanswered[call_id] = author
         else:
             self.reuse_stays_irregular = True
+        shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
 
     def reuse_answered(self, call: TrackedCall, shapes: set[IrregularShape]) -> None:
         """`call` was answered by its own agent or the user (`note_reuse`)."""
@@ -304,6 +317,7 @@ class OpenCallIndex:
             call_id: copies.of(call) for call_id, call in self.newest_by_id.items()
         }
         copied.reused_unanswered = dict(self.reused_unanswered)
+        copied.answered_ids = dict(self.answered_ids)
         copied.reuse_stays_irregular = self.reuse_stays_irregular
         if self.by_branch is not None:
             copied.by_branch = {

@@ -61,7 +61,7 @@ from .calls import (
 )
 from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
-from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
+from .open_calls import ANSWERED_IDS_REMEMBERED, READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
 from .placement import Placements
 from .reads import EventRead, PartRead
 
@@ -172,6 +172,7 @@ class PairingLedger:
         newest_by_id = open_index.newest_by_id
         by_branch = open_index.by_branch
         idless_open = open_index.idless_open
+        answered_ids = open_index.answered_ids
         placements = self._placements
         child_runs = self._child_runs
         shapes = self.shapes
@@ -247,8 +248,12 @@ class PairingLedger:
                     shapes.add(IrregularShape.ANSWER_FROM_ANOTHER_AGENT)
                 elif older is not None:
                     older.check_answer(for_older, call, response)
-                elif open_index.reused_unanswered:
-                    open_index.reuse_answered(call, shapes)
+                elif response_id:
+                    if len(answered_ids) >= ANSWERED_IDS_REMEMBERED:
+                        answered_ids.clear()
+                    answered_ids[response_id] = call.author
+                    if open_index.reused_unanswered:
+                        open_index.reuse_answered(call, shapes)
                 self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
