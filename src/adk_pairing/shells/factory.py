@@ -140,6 +140,7 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
     Failures to log in to, reach or open the store happen on first use (ADK
     connects lazily); for SQL stores they are raised as `StoreLoginError`,
     `StoreHostError` or `StoreDatabaseError` (all `adk_pairing.PairingError`).
+    A Redis store's are raised so by `PairingSessionService`, which wraps it.
     """
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     target = inner_uri(uri)
