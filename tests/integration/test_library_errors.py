@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import sqlite3
 import traceback
 import uuid
@@ -312,6 +313,47 @@ def _case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             ("DB index is out of range", "Fix the database number"),
             None,
         )
+    if name.startswith("driver not installed: "):
+        scheme, module = name.removeprefix("driver not installed: ").split(" without ")
+        if importlib.util.find_spec(module) is not None:
+            pytest.skip(f"{module} is installed here")
+        return (
+            lambda: create_session_service(f"pairing+{scheme}://u:{SECRET}@{PG}/db"),
+            UnsupportedSchemeError,
+            (f"needs the module {module}, which is not installed", "pip install 'adk-pairing["),
+            None,
+        )
+    if name == "synchronous driver mysql+pymysql":
+        return (
+            lambda: create_session_service(f"pairing+mysql+pymysql://u:{SECRET}@127.0.0.1/db"),
+            UnsupportedSchemeError,
+            ("mysql+aiomysql://", "pip install 'adk-pairing[mysql]'"),
+            None,
+        )
+    if name == "mariadb+aiomysql":
+        return (
+            lambda: create_session_service(f"pairing+mariadb+aiomysql://u:{SECRET}@127.0.0.1/db"),
+            UnsupportedSchemeError,
+            ("use 'pairing+mysql+aiomysql://u:***@127.0.0.1/db'",),
+            None,
+        )
+    if name == "redis:// on a google-adk without its Redis service":
+        from adk_pairing.shells import factory
+
+        monkeypatch.setattr(factory, "has_adk_redis_session_service", lambda: False)
+        return (
+            lambda: create_session_service(f"pairing+redis://:{SECRET}@{REDIS}/0"),
+            UnsupportedSchemeError,
+            ("needs google-adk >= 2.9", "PairingSessionService(RedisSessionService(uri="),
+            None,
+        )
+    if name == "sqlite:// in a directory that does not exist":
+        return (
+            _first_use(f"pairing+sqlite:///{tmp_path}/nodir/sessions.db"),
+            StoreDatabaseError,
+            ("cannot open the SQLite database", "that its directory exists"),
+            None,
+        )
     if name == "load_config(None)":
         from adk_pairing import load_config
 
@@ -352,6 +394,12 @@ CASES = [
     "Redis nothing listening",
     "Redis host does not resolve",
     "Redis database number out of range",
+    "driver not installed: postgresql without psycopg",
+    "driver not installed: mysql+asyncmy without asyncmy",
+    "synchronous driver mysql+pymysql",
+    "mariadb+aiomysql",
+    "redis:// on a google-adk without its Redis service",
+    "sqlite:// in a directory that does not exist",
 ]
 
 
@@ -404,6 +452,29 @@ REDIS_FAILURES = {
 }
 
 
+async def _outcome(service: Any, method: str) -> Exception | None:
+    """What `method` raises on `service` (None if it returns), the service closed after."""
+    from adk_pairing.adk import close_session_service
+
+    try:
+        await _redis_call(service, method)
+    except Exception as error:
+        return error
+    finally:
+        await close_session_service(service)
+    return None
+
+
+async def _unwrapped_and_wrapped(
+    build: Callable[[], Any], method: str
+) -> tuple[Exception | None, Exception | None]:
+    """What `method` raises on the service `build` makes, unwrapped and then wrapped."""
+    from adk_pairing import PairingSessionService
+
+    unwrapped = await _outcome(build(), method)
+    return unwrapped, await _outcome(PairingSessionService(build()), method)
+
+
 async def _redis_call(service: Any, method: str) -> None:
     from google.adk.events.event import Event
     from google.adk.sessions.session import Session
@@ -431,27 +502,12 @@ def test_a_redis_failure_is_our_line_and_still_the_error_the_store_raises(store,
     """
     import redis.exceptions
 
-    from adk_pairing.adk import close_session_service
-
     require_server("Redis", "127.0.0.1", 6379)
     uri, kind = REDIS_FAILURES[failure]
 
-    async def outcome(service: Any) -> Exception | None:
-        try:
-            await _redis_call(service, method)
-        except Exception as error:
-            return error
-        finally:
-            await close_session_service(service)
-        return None
-
-    async def run() -> tuple[Exception | None, Exception | None]:
-        from adk_pairing import PairingSessionService
-
-        bare = await outcome(REDIS_SERVICES[store](uri))
-        return bare, await outcome(PairingSessionService(REDIS_SERVICES[store](uri)))
-
-    original, error = asyncio.run(run())
+    original, error = asyncio.run(
+        _unwrapped_and_wrapped(lambda: REDIS_SERVICES[store](uri), method)
+    )
 
     if original is None:  # community's list_sessions logs the failure and lists nothing
         assert error is None
@@ -467,6 +523,27 @@ def test_a_redis_failure_is_our_line_and_still_the_error_the_store_raises(store,
     shown = "".join(traceback.format_exception(error))
     assert SECRET not in shown
     assert shown.rstrip().endswith(line)
+
+
+# aiosqlite's worker thread outlives a failed open and reports to the closed loop
+# (unwrapped too: ADK's SqliteSessionService, not the decorator).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("method", ["create_session", "get_session", "append_event"])
+def test_a_sqlite_file_that_cannot_be_opened_is_our_line_and_still_sqlite3s_error(tmp_path, method):
+    """ADK's SqliteSessionService opens its file on every call; before, sqlite3's bare words."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    path = tmp_path / "nodir" / "sessions.db"
+    original, error = asyncio.run(
+        _unwrapped_and_wrapped(lambda: SqliteSessionService(db_path=str(path)), method)
+    )
+
+    assert isinstance(original, sqlite3.OperationalError), repr(original)
+    assert isinstance(error, StoreDatabaseError), repr(error)
+    assert isinstance(error, sqlite3.OperationalError)
+    assert type(error.__cause__) is type(original) and str(error.__cause__) == str(original)
+    assert str(error).startswith(f"cannot open the SQLite database of sqlite:///{path}: ")
+    assert not path.parent.exists()
 
 
 def test_a_redis_error_that_is_no_login_host_or_database_failure_passes_as_it_is():

@@ -1,7 +1,7 @@
 """The only places adk-pairing reaches into a session service's internals.
 
 The scan's direct reader needs a store's connection; an error about a Redis
-store needs the server's address (`redis_server_uri`).
+or SQLite store needs its address (`store_uri`).
 
 Reading a store around ``get_session`` needs the service's connection, which
 ADK keeps as an implementation detail: ``DatabaseSessionService.db_engine``,
@@ -67,17 +67,21 @@ def community_redis_client(service: object) -> Any:
     return client
 
 
-def redis_server_uri(service: object) -> str | None:
-    """The Redis server a session service talks to, as a URI for messages; None if unknown.
+def store_uri(service: object) -> str | None:
+    """The store a Redis or SQLite session service talks to, as a URI for messages, or None.
 
     ADK's ``RedisSessionService`` keeps the URI it was given (``config.uri``),
     password and all (messages mask it, and read its escapes for hints).
     Otherwise the address is read from the ``redis`` client (ADK's, made on
     first use, or google-adk-community's ``cache``), without the password:
-    the client holds it decoded, so it is not a URI's password. Never raises:
-    it only names the store in an error that is being raised.
+    the client holds it decoded, so it is not a URI's password. ADK's
+    ``SqliteSessionService`` keeps its file's path in ``_db_path``. Never
+    raises: it only names the store in an error that is being raised.
     """
     try:
+        path = getattr(service, "_db_path", None)
+        if isinstance(path, str) and path:
+            return f"sqlite:///{path}"
         config = getattr(service, "config", None)
         uri = getattr(config, "uri", None)
         if isinstance(uri, str) and uri:

@@ -8,9 +8,10 @@ may be a secret. The library raises these; the CLI prints the same lines
 Each type also subclasses the built-in exception a Python user would catch
 for that kind of mistake: `TypeError` for a wrong type, `ValueError` for a
 bad value or URI, `ConnectionError` for a store that cannot be reached or
-refuses the login. `PairingError` catches them all. A Redis store's failure
-is also still the redis-py error the store raised (`store_error_typed`), so
-no ``except`` clause that caught it before misses it now.
+refuses the login. `PairingError` catches them all. A Redis or
+``SqliteSessionService`` store's failure is also still the error the store
+raised (`store_error_typed`), so no ``except`` clause that caught it before
+misses it now.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from .extras import install_line
 from .masking import mask_secrets, mask_uri, uri_password
+from .uris import inner_uri, uri_scheme
 
 #: What a store URI looks like, for messages.
 URI_EXAMPLES = (
@@ -52,7 +55,11 @@ class UnknownEngineOptionError(ArgumentTypeError):
 
 
 class UnsupportedSchemeError(PairingError, ValueError):
-    """A URI scheme that no session service here can serve; the message lists those that can."""
+    """A URI scheme that no session service here can serve; the message says which can.
+
+    Also a scheme whose database driver is not installed here, or is not an
+    async one; the message names the driver and one that works.
+    """
 
 
 class UriPasswordError(PairingError, ValueError):
@@ -164,6 +171,58 @@ def unsupported_scheme_message(uri: str, scheme: str, supported: list[str]) -> s
         f"{mask_uri(uri)!r}: no session service serves the scheme {scheme!r}. "
         f"Use one of {', '.join(supported)} (each also as pairing+<scheme>), "
         "or register the scheme with ADK's service registry."
+    )
+
+
+#: An async driver each SQLAlchemy dialect can use, and the extra that installs it.
+ASYNC_DRIVER_OF_DIALECT = {
+    "postgresql": ("postgresql+asyncpg", "postgres"),
+    "postgres": ("postgresql+asyncpg", "postgres"),
+    "mysql": ("mysql+aiomysql", "mysql"),
+    "mariadb": ("mysql+aiomysql", "mysql"),
+    "sqlite": ("sqlite+aiosqlite", "postgres"),
+}
+
+
+def driver_failure_message(uri: str, error: BaseException) -> str | None:
+    """The line for a URI whose database driver is missing or synchronous, else None.
+
+    ADK's ``DatabaseSessionService`` says only "Database related module not
+    found" (or, for a synchronous driver, names the async URL on newer
+    releases); the driver's own exception in the chain names the module.
+    """
+    missing = next((cause for cause in causes(error) if isinstance(cause, ImportError)), None)
+    synchronous = next(
+        (cause for cause in causes(error) if "requires an async driver" in str(cause)), None
+    )
+    if missing is None and synchronous is None:
+        return None
+    scheme = uri_scheme(inner_uri(uri)).lower()
+    driver, extra = ASYNC_DRIVER_OF_DIALECT.get(scheme.split("+", 1)[0], (None, None))
+    if missing is not None:
+        module = missing.name or "its database driver"
+        if driver == scheme and extra is not None:
+            return f"{mask_uri(uri)!r} needs the module {module}, which is not installed: " + (
+                f"{install_line(extra)}."
+            )
+        problem = f"needs the module {module}, which is not installed: install it, or"
+    else:
+        problem = "names a synchronous driver, and ADK's DatabaseSessionService needs an async one:"
+    if driver is not None and extra is not None:
+        return f"{mask_uri(uri)!r} {problem} use {driver}:// ({install_line(extra)})."
+    return f"{mask_uri(uri)!r} {problem} name an installed async driver of its database."
+
+
+def mariadb_dialect_message(uri: str) -> str:
+    """The line for a ``mariadb+<driver>://`` URI, naming its ``mysql+<driver>://`` form."""
+    target = inner_uri(uri)
+    prefix = uri[: len(uri) - len(target)]
+    mysql_form = prefix + "mysql" + target[len("mariadb") :]
+    return (
+        f"{mask_uri(uri)!r}: ADK's DatabaseSessionService keeps the times of "
+        "SQLAlchemy's mariadb dialect to the second, so appends are refused as stale "
+        "(or, on releases without that check, the events of one second reordered). "
+        f"The mysql dialect serves MariaDB: use {mask_uri(mysql_form)!r}."
     )
 
 
@@ -389,7 +448,11 @@ def store_failure(
         if "read-only transaction" in text or "readonly database" in text:
             return StoreLayoutError(no_adk_tables_message(where))
         if isinstance(cause, sqlite3.OperationalError) and "unable to open" in text:
-            return StoreDatabaseError(f"cannot open the SQLite database of {where}: {text}.")
+            return StoreDatabaseError(
+                f"cannot open the SQLite database of {where}: {text}. Check the path in the "
+                "URI (three slashes start a relative path, four an absolute one), that its "
+                "directory exists, and that this user may open it."
+            )
     return None
 
 
@@ -397,11 +460,13 @@ def store_failure(
 
 
 def store_error_typed(error: BaseException, uri: str | None) -> BaseException | None:
-    """A redis-py login, host or database failure as its one line, still of its own class.
+    """A redis-py or sqlite3 login, host or database failure as its one line, of its own class.
 
-    Redis's session services connect on every call, so these failures come
-    from the store's own calls, where a caller may be catching redis-py's
-    classes (``except redis.exceptions.ConnectionError`` around a retry).
+    Redis's session services connect on every call, and ADK's
+    ``SqliteSessionService`` opens its file on every call, so these failures
+    come from the store's own calls, where a caller may be catching the
+    driver's classes (``except redis.exceptions.ConnectionError`` around a
+    retry).
     The error returned is both: an instance of `error`'s class and of the
     `StoreConnectionError` `store_failure` names (`StoreLoginError`,
     `StoreHostError`, `StoreDatabaseError`), with that one line as its
@@ -409,7 +474,7 @@ def store_error_typed(error: BaseException, uri: str | None) -> BaseException | 
     combined: the caller then raises `error` as it is. The caller chains it
     (``raise typed from error``), so redis-py's own words stay in the cause.
     """
-    if not _is_redis_error(error):
+    if not (_is_redis_error(error) or isinstance(error, sqlite3.OperationalError)):
         return None
     failure = store_failure(error, uri)
     if not isinstance(failure, StoreConnectionError):

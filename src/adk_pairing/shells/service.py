@@ -66,7 +66,7 @@ from ..adk import (
     close_session_service,
     is_sqlite_backed,
 )
-from ..adk.internals import redis_server_uri
+from ..adk.internals import store_uri
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from ..core.lru import Lru
 from ..core.ownership import (
@@ -370,7 +370,7 @@ class PairingSessionService(BaseSessionService):
         store's own class (`adk_pairing.shells.errors.store_error_typed`);
         every other error is re-raised as it is.
         """
-        return store_error_typed(error, redis_server_uri(self._inner))
+        return store_error_typed(error, store_uri(self._inner))
 
     # -- views --------------------------------------------------------------
 
@@ -587,9 +587,9 @@ def create_session_service(
 
     A store that refuses the login, or whose host or database is wrong, is
     found on first use, when ADK first connects (`StoreLoginError`, `StoreHostError`,
-    `StoreDatabaseError`). For Redis, which connects on every call, each call
-    raises them, each still an instance of redis-py's own class, chained from
-    redis-py's error.
+    `StoreDatabaseError`). For Redis and ``sqlite://``, whose services connect
+    on every call, each call raises them, each still an instance of the
+    driver's own class (redis-py's, sqlite3's) and chained from its error.
     """
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     require_pairing_options(missing_text, pending_text, analysis_cache_size)
