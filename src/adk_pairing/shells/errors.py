@@ -429,7 +429,7 @@ def store_failure(
         if "ResponseError" in names and "DB index is out of range" in text:
             return StoreDatabaseError(
                 f"{where}: {text}{stop} Fix the database number at the end of the URI: the "
-                "server has databases 0 to its `databases` setting minus 1 (0 to 15 by default)."
+                "server's are 0 to its 'databases' setting minus 1 (0 to 15 by default)."
             )
         if _is_redis_error(cause) and "ConnectionError" in names and _unresolved(cause):
             continue  # redis-py's "Error -2 connecting to …": the resolver's error says it
