@@ -167,7 +167,7 @@ def test_a_wrong_redis_password_shows_our_words_whole_and_no_piece_of_it(redis_l
     for written_password, line in lines.items():
         if written_password != password or not any(char in password for char in CUTTING):
             assert f"redis://{redis_login}:***@127.0.0.1:6379/0 rejected the login" in line
-            assert "Fix the password in the URI." in line
+            assert "Fix the user name or password in the URI." in line
 
 
 @needs_adk_redis

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import sqlite3
 import traceback
 import uuid
@@ -36,12 +37,15 @@ from adk_pairing import (
     load_session_service,
     register_pairing_schemes,
 )
+from tests.adk_features import ADK_VERSION, HAS_ADK_REDIS
 from tests.conftest import PG_HOST, PG_PORT, require_server
 
 SECRET = "s3cr3t-Pa55"
 RAW = f"{SECRET}@x#y"  # a raw "@" and "#": SQLAlchemy ends the password at the "@"
 ENCODED_WRONG = "wr%40ng-Pa55"  # percent-encoded, and simply wrong
 PG = f"{PG_HOST}:{PG_PORT}"
+#: The local Redis server, which has no password (a password in the URI is refused).
+REDIS = "127.0.0.1:6379"
 
 
 def _first_use(uri: str) -> Callable[[], Any]:
@@ -269,6 +273,87 @@ def _case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             ("Unknown database 'nosuchdb_adkp'", "Fix the database name"),
             None,
         )
+    if name.startswith("Redis "):
+        if not HAS_ADK_REDIS:
+            pytest.skip(f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (2.9)")
+        if "listening" not in name:
+            require_server("Redis", "127.0.0.1", 6379)
+    if name == "Redis password for a server that has none":
+        return (
+            _first_use(f"pairing+redis://:{SECRET}@{REDIS}/0"),
+            StoreLoginError,
+            ("redis://:***@127.0.0.1:6379/0 rejected the login", "remove the password"),
+            None,
+        )
+    if name == "Redis user and password refused, password already encoded":
+        return (
+            _first_use(f"pairing+redis://nosuchuser:{ENCODED_WRONG}@{REDIS}/0"),
+            StoreLoginError,
+            ("invalid username-password pair", "Fix the user name or password", "%25"),
+            None,
+        )
+    if name == "Redis nothing listening":
+        return (
+            _first_use(f"pairing+redis://:{SECRET}@127.0.0.1:1/0"),
+            StoreHostError,
+            ("cannot connect to redis://:***@127.0.0.1:1/0", "Is the server running"),
+            None,
+        )
+    if name == "Redis host does not resolve":
+        return (
+            _first_use(f"pairing+redis://:{SECRET}@nosuchhost.invalid:6379/0"),
+            StoreHostError,
+            ("cannot resolve the host of redis://:***@nosuchhost.invalid", "Check the host name"),
+            None,
+        )
+    if name == "Redis database number out of range":
+        return (
+            _first_use(f"pairing+redis://{REDIS}/99"),
+            StoreDatabaseError,
+            ("DB index is out of range", "Fix the database number"),
+            None,
+        )
+    if name.startswith("driver not installed: "):
+        scheme, module = name.removeprefix("driver not installed: ").split(" without ")
+        if importlib.util.find_spec(module) is not None:
+            pytest.skip(f"{module} is installed here")
+        return (
+            lambda: create_session_service(f"pairing+{scheme}://u:{SECRET}@{PG}/db"),
+            UnsupportedSchemeError,
+            (f"needs the module {module}, which is not installed", "pip install 'adk-pairing["),
+            None,
+        )
+    if name == "synchronous driver mysql+pymysql":
+        return (
+            lambda: create_session_service(f"pairing+mysql+pymysql://u:{SECRET}@127.0.0.1/db"),
+            UnsupportedSchemeError,
+            ("mysql+aiomysql://", "pip install 'adk-pairing[mysql]'"),
+            None,
+        )
+    if name == "mariadb+aiomysql":
+        return (
+            lambda: create_session_service(f"pairing+mariadb+aiomysql://u:{SECRET}@127.0.0.1/db"),
+            UnsupportedSchemeError,
+            ("use 'pairing+mysql+aiomysql://u:***@127.0.0.1/db'",),
+            None,
+        )
+    if name == "redis:// on a google-adk without its Redis service":
+        from adk_pairing.shells import factory
+
+        monkeypatch.setattr(factory, "has_adk_redis_session_service", lambda: False)
+        return (
+            lambda: create_session_service(f"pairing+redis://:{SECRET}@{REDIS}/0"),
+            UnsupportedSchemeError,
+            ("needs google-adk >= 2.9", "PairingSessionService(RedisSessionService(uri="),
+            None,
+        )
+    if name == "sqlite:// in a directory that does not exist":
+        return (
+            _first_use(f"pairing+sqlite:///{tmp_path}/nodir/sessions.db"),
+            StoreDatabaseError,
+            ("cannot open the SQLite database", "that its directory exists"),
+            None,
+        )
     if name == "load_config(None)":
         from adk_pairing import load_config
 
@@ -304,9 +389,23 @@ CASES = [
     "MariaDB user does not exist",
     "MariaDB database does not exist",
     "load_config(None)",
+    "Redis password for a server that has none",
+    "Redis user and password refused, password already encoded",
+    "Redis nothing listening",
+    "Redis host does not resolve",
+    "Redis database number out of range",
+    "driver not installed: postgresql without psycopg",
+    "driver not installed: mysql+asyncmy without asyncmy",
+    "synchronous driver mysql+pymysql",
+    "mariadb+aiomysql",
+    "redis:// on a google-adk without its Redis service",
+    "sqlite:// in a directory that does not exist",
 ]
 
 
+# A sqlite:// file that cannot be opened: aiosqlite's worker thread outlives the
+# failed open and reports to the closed loop (unwrapped too).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("name", CASES)
 def test_library_bad_input_is_one_typed_line_naming_the_fix(name, tmp_path, monkeypatch):
     call, kind, needles, kept = _case(name, tmp_path, monkeypatch)
@@ -329,6 +428,151 @@ def test_library_bad_input_is_one_typed_line_naming_the_fix(name, tmp_path, monk
     assert SECRET not in shown
     if kept is not None:
         assert hashlib.sha256(kept.read_bytes()).hexdigest() == before
+
+
+def _community_redis(uri: str) -> Any:
+    from google.adk_community.sessions.redis_session_service import RedisSessionService
+
+    return RedisSessionService(uri=uri)
+
+
+def _adk_redis(uri: str) -> Any:
+    if not HAS_ADK_REDIS:
+        pytest.skip(f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (2.9)")
+    from adk_pairing.factory import create_inner_session_service
+
+    return create_inner_session_service(uri)
+
+
+#: Each Redis session service: ADK's, from the URI, and google-adk-community's,
+#: wrapped by hand (README's way on releases before ADK's own).
+REDIS_SERVICES = {"adk": _adk_redis, "community": _community_redis}
+
+#: A failure of each kind, with the password that must not show.
+REDIS_FAILURES = {
+    "login": (f"redis://:{SECRET}@{REDIS}/0", StoreLoginError),
+    "host": (f"redis://:{SECRET}@127.0.0.1:1/0", StoreHostError),
+}
+
+
+async def _outcome(service: Any, method: str) -> Exception | None:
+    """What `method` raises on `service` (None if it returns), the service closed after."""
+    from adk_pairing.adk import close_session_service
+
+    try:
+        await _redis_call(service, method)
+    except Exception as error:
+        return error
+    finally:
+        await close_session_service(service)
+    return None
+
+
+async def _unwrapped_and_wrapped(
+    build: Callable[[], Any], method: str
+) -> tuple[Exception | None, Exception | None]:
+    """What `method` raises on the service `build` makes, unwrapped and then wrapped."""
+    from adk_pairing import PairingSessionService
+
+    unwrapped = await _outcome(build(), method)
+    return unwrapped, await _outcome(PairingSessionService(build()), method)
+
+
+async def _redis_call(service: Any, method: str) -> None:
+    from google.adk.events.event import Event
+    from google.adk.sessions.session import Session
+
+    keys = {"app_name": "a", "user_id": "u"}
+    if method == "create_session":
+        await service.create_session(**keys)
+    elif method == "list_sessions":
+        await service.list_sessions(**keys)
+    elif method == "append_event":
+        await service.append_event(Session(id="s", **keys), Event(author="user"))
+    else:
+        await getattr(service, method)(session_id="s", **keys)
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("method", ["create_session", "get_session", "list_sessions",
+                                    "delete_session", "append_event"])  # fmt: skip
+@pytest.mark.parametrize("failure", sorted(REDIS_FAILURES))
+@pytest.mark.parametrize("store", sorted(REDIS_SERVICES))
+def test_a_redis_failure_is_our_line_and_still_the_error_the_store_raises(store, failure, method):
+    """A caller's ``except redis.exceptions.…`` still catches it: never worse than unwrapped.
+
+    Before, the decorator let redis-py's error through in its own words.
+    """
+    import redis.exceptions
+
+    require_server("Redis", "127.0.0.1", 6379)
+    uri, kind = REDIS_FAILURES[failure]
+
+    original, error = asyncio.run(
+        _unwrapped_and_wrapped(lambda: REDIS_SERVICES[store](uri), method)
+    )
+
+    if original is None:  # community's list_sessions logs the failure and lists nothing
+        assert error is None
+        return
+    assert isinstance(original, redis.exceptions.RedisError), repr(original)
+    assert isinstance(error, kind), repr(error)
+    assert isinstance(error, type(original)), type(error).__mro__
+    assert type(error.__cause__) is type(original)
+    assert str(error.__cause__) == str(original)
+    line = str(error)
+    assert "\n" not in line and line.startswith(("redis://", "cannot connect to redis://")), line
+    assert "127.0.0.1" in line
+    shown = "".join(traceback.format_exception(error))
+    assert SECRET not in shown
+    assert shown.rstrip().endswith(line)
+
+
+# aiosqlite's worker thread outlives a failed open and reports to the closed loop
+# (unwrapped too: ADK's SqliteSessionService, not the decorator).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("method", ["create_session", "get_session", "append_event"])
+def test_a_sqlite_file_that_cannot_be_opened_is_our_line_and_still_sqlite3s_error(tmp_path, method):
+    """ADK's SqliteSessionService opens its file on every call; before, sqlite3's bare words."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    path = tmp_path / "nodir" / "sessions.db"
+    original, error = asyncio.run(
+        _unwrapped_and_wrapped(lambda: SqliteSessionService(db_path=str(path)), method)
+    )
+
+    assert isinstance(original, sqlite3.OperationalError), repr(original)
+    assert isinstance(error, StoreDatabaseError), repr(error)
+    assert isinstance(error, sqlite3.OperationalError)
+    assert type(error.__cause__) is type(original) and str(error.__cause__) == str(original)
+    assert str(error).startswith(f"cannot open the SQLite database of sqlite:///{path}: ")
+    assert not path.parent.exists()
+
+
+def test_a_redis_error_that_is_no_login_host_or_database_failure_passes_as_it_is():
+    """Only the three failures are translated; the store's other errors are its own."""
+    import redis.exceptions
+
+    from adk_pairing.shells.errors import store_error_typed
+
+    assert store_error_typed(redis.exceptions.ResponseError("WRONGTYPE Operation"), None) is None
+    assert store_error_typed(ConnectionRefusedError(111, "refused"), None) is None
+
+
+def test_a_typed_redis_failure_pickles_as_both_classes():
+    """An error sent between processes (a worker pool) keeps both classes and its line."""
+    import pickle
+
+    import redis.exceptions
+
+    from adk_pairing.shells.errors import store_error_typed
+
+    uri = f"redis://:{SECRET}@127.0.0.1:1/0"
+    error = store_error_typed(redis.exceptions.ConnectionError("Error 111 connecting"), uri)
+    back = pickle.loads(pickle.dumps(error))
+
+    assert isinstance(back, StoreHostError) and isinstance(back, redis.exceptions.ConnectionError)
+    assert str(back) == str(error) and SECRET not in str(back)
 
 
 def _tables(path: Path) -> list[str]:

@@ -440,7 +440,7 @@ def test_a_mariadb_dialect_uri_is_refused_naming_the_mysql_form(driver):
     with pytest.raises(ValueError) as refused:
         create_session_service(uri)
     message = str(refused.value)
-    assert f"use 'mysql+{driver}://root:***@127.0.0.1:1/agents'" in message
+    assert f"use 'pairing+mysql+{driver}://root:***@127.0.0.1:1/agents'" in message
     assert "to the second" in message
     assert SECRET not in message
 

@@ -356,7 +356,11 @@ def test_mask_uri_and_explain_depend_on_the_password_only_where_it_is(template, 
             assert shown == shown_for_twin
             assert_masked_by_position(password, shown, shown_for_twin)
             lines.append(shown)
-    for words in ("cannot resolve the host of", "rejected the login", "Fix the password"):
+    for words in (
+        "cannot resolve the host of",
+        "rejected the login",
+        "Fix the user name or password",
+    ):
         assert any(words in line for line in lines)
 
 

@@ -1,4 +1,7 @@
-"""The only places adk-pairing reaches into a session service's internals: the scan's direct reader.
+"""The only places adk-pairing reaches into a session service's internals.
+
+The scan's direct reader needs a store's connection; an error about a Redis
+or SQLite store needs its address (`store_uri`).
 
 Reading a store around ``get_session`` needs the service's connection, which
 ADK keeps as an implementation detail: ``DatabaseSessionService.db_engine``,
@@ -62,3 +65,38 @@ def community_redis_client(service: object) -> Any:
     if client is None or not hasattr(client, "scan_iter"):
         raise _changed(service, "cache", "its Redis client")
     return client
+
+
+def store_uri(service: object) -> str | None:
+    """The store a Redis or SQLite session service talks to, as a URI for messages, or None.
+
+    ADK's ``RedisSessionService`` keeps the URI it was given (``config.uri``),
+    password and all (messages mask it, and read its escapes for hints).
+    Otherwise the address is read from the ``redis`` client (ADK's, made on
+    first use, or google-adk-community's ``cache``), without the password:
+    the client holds it decoded, so it is not a URI's password. ADK's
+    ``SqliteSessionService`` keeps its file's path in ``_db_path``. Never
+    raises: it only names the store in an error that is being raised.
+    """
+    try:
+        path = getattr(service, "_db_path", None)
+        if isinstance(path, str) and path:
+            return f"sqlite:///{path}"
+        config = getattr(service, "config", None)
+        uri = getattr(config, "uri", None)
+        if isinstance(uri, str) and uri:
+            return uri
+        client = getattr(service, "_redis_client", None) or getattr(service, "cache", None)
+        pool = getattr(client, "connection_pool", None)
+        options = getattr(pool, "connection_kwargs", None)
+        if not isinstance(options, dict):
+            return None
+        if options.get("path"):
+            return f"unix://{options['path']}?db={options.get('db', 0)}"
+        secure = "SSL" in getattr(getattr(pool, "connection_class", None), "__name__", "")
+        scheme = "rediss" if secure else "redis"
+        user = f"{options['username']}@" if options.get("username") else ""
+        address = f"{options.get('host')}:{options.get('port')}/{options.get('db', 0)}"
+        return f"{scheme}://{user}{address}"
+    except Exception:  # a client of another shape: the message says "the store"
+        return None

@@ -215,12 +215,10 @@ def unexpected(error: BaseException, uri: str | None, where: str) -> str:
 
 def bad_uri_message(error: ValueError, uri: str) -> str:
     """Why the service could not be built from `uri` (its constructor's ValueError)."""
+    # A missing or synchronous driver is the library's line (UnsupportedSchemeError).
     message = mask_secrets(str(error), uri).strip().rstrip(".")
-    if "module not found" in message or "synchronous driver" in message:
-        hint = "Install the URI's database driver, or name an async one it has"
-    else:
-        hint = "Use a URI ADK accepts"
-    return f"bad store URI: {message}. {hint}, e.g. {URI_EXAMPLES}.{escape_hint(uri)}"
+    hint = f"Use a URI ADK accepts, e.g. {URI_EXAMPLES}."
+    return f"bad store URI: {message}. {hint}{escape_hint(uri)}"
 
 
 def print_table(console: Console, table: Table) -> None:

@@ -8,17 +8,25 @@ may be a secret. The library raises these; the CLI prints the same lines
 Each type also subclasses the built-in exception a Python user would catch
 for that kind of mistake: `TypeError` for a wrong type, `ValueError` for a
 bad value or URI, `ConnectionError` for a store that cannot be reached or
-refuses the login. `PairingError` catches them all.
+refuses the login. `PairingError` catches them all. A Redis or
+``SqliteSessionService`` store's failure is also still the error the store
+raised (`store_error_typed`), so no ``except`` clause that caught it before
+misses it now.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import socket
 import sqlite3
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
+from .extras import install_line
 from .masking import mask_secrets, mask_uri, uri_password
+from .uris import inner_uri, uri_scheme
 
 #: What a store URI looks like, for messages.
 URI_EXAMPLES = (
@@ -47,7 +55,11 @@ class UnknownEngineOptionError(ArgumentTypeError):
 
 
 class UnsupportedSchemeError(PairingError, ValueError):
-    """A URI scheme that no session service here can serve; the message lists those that can."""
+    """A URI scheme that no session service here can serve; the message says which can.
+
+    Also a scheme whose database driver is not installed here, or is not an
+    async one; the message names the driver and one that works.
+    """
 
 
 class UriPasswordError(PairingError, ValueError):
@@ -159,6 +171,58 @@ def unsupported_scheme_message(uri: str, scheme: str, supported: list[str]) -> s
         f"{mask_uri(uri)!r}: no session service serves the scheme {scheme!r}. "
         f"Use one of {', '.join(supported)} (each also as pairing+<scheme>), "
         "or register the scheme with ADK's service registry."
+    )
+
+
+#: An async driver each SQLAlchemy dialect can use, and the extra that installs it.
+ASYNC_DRIVER_OF_DIALECT = {
+    "postgresql": ("postgresql+asyncpg", "postgres"),
+    "postgres": ("postgresql+asyncpg", "postgres"),
+    "mysql": ("mysql+aiomysql", "mysql"),
+    "mariadb": ("mysql+aiomysql", "mysql"),
+    "sqlite": ("sqlite+aiosqlite", "postgres"),
+}
+
+
+def driver_failure_message(uri: str, error: BaseException) -> str | None:
+    """The line for a URI whose database driver is missing or synchronous, else None.
+
+    ADK's ``DatabaseSessionService`` says only "Database related module not
+    found" (or, for a synchronous driver, names the async URL on newer
+    releases); the driver's own exception in the chain names the module.
+    """
+    missing = next((cause for cause in causes(error) if isinstance(cause, ImportError)), None)
+    synchronous = next(
+        (cause for cause in causes(error) if "requires an async driver" in str(cause)), None
+    )
+    if missing is None and synchronous is None:
+        return None
+    scheme = uri_scheme(inner_uri(uri)).lower()
+    driver, extra = ASYNC_DRIVER_OF_DIALECT.get(scheme.split("+", 1)[0], (None, None))
+    if missing is not None:
+        module = missing.name or "its database driver"
+        if driver == scheme and extra is not None:
+            return f"{mask_uri(uri)!r} needs the module {module}, which is not installed: " + (
+                f"{install_line(extra)}."
+            )
+        problem = f"needs the module {module}, which is not installed: install it, or"
+    else:
+        problem = "names a synchronous driver, and ADK's DatabaseSessionService needs an async one:"
+    if driver is not None and extra is not None:
+        return f"{mask_uri(uri)!r} {problem} use {driver}:// ({install_line(extra)})."
+    return f"{mask_uri(uri)!r} {problem} name an installed async driver of its database."
+
+
+def mariadb_dialect_message(uri: str) -> str:
+    """The line for a ``mariadb+<driver>://`` URI, naming its ``mysql+<driver>://`` form."""
+    target = inner_uri(uri)
+    prefix = uri[: len(uri) - len(target)]
+    mysql_form = prefix + "mysql" + target[len("mariadb") :]
+    return (
+        f"{mask_uri(uri)!r}: ADK's DatabaseSessionService keeps the times of "
+        "SQLAlchemy's mariadb dialect to the second, so appends are refused as stale "
+        "(or, on releases without that check, the events of one second reordered). "
+        f"The mysql dialect serves MariaDB: use {mask_uri(mysql_form)!r}."
     )
 
 
@@ -291,6 +355,22 @@ def _mysql_text(error: BaseException, uri: str | None) -> str:
     return mask_secrets(text, uri).strip().rstrip(".")
 
 
+def _is_redis_error(error: BaseException) -> bool:
+    return type(error).__module__.startswith("redis.")
+
+
+def _uri_user(uri: str | None) -> str | None:
+    try:
+        return urlsplit(uri).username if uri else None
+    except ValueError:  # not a URI urllib can split
+        return None
+
+
+def _unresolved(error: BaseException) -> bool:
+    """Whether `error` was caused by a host name that does not resolve."""
+    return any(isinstance(cause, socket.gaierror) for cause in causes(error))
+
+
 def store_failure(
     error: BaseException, uri: str | None, *, store_name: str | None = None
 ) -> PairingError | None:
@@ -340,17 +420,26 @@ def store_failure(
         if "AuthenticationError" in names or (
             "ResponseError" in names and ("WRONGPASS" in text or "NOAUTH" in text)
         ):
+            # Redis does not say which of an ACL user's name and password is wrong.
+            fix = "user name or password" if _uri_user(uri) else "password"
             return StoreLoginError(
-                f"{where} rejected the login: {text}{stop} Fix the password in the URI."
+                f"{where} rejected the login: {text}{stop} Fix the {fix} in the URI."
                 + escape_hint(uri, escapes=True)
             )
+        if "ResponseError" in names and "DB index is out of range" in text:
+            return StoreDatabaseError(
+                f"{where}: {text}{stop} Fix the database number at the end of the URI: the "
+                "server's are 0 to its 'databases' setting minus 1 (0 to 15 by default)."
+            )
+        if _is_redis_error(cause) and "ConnectionError" in names and _unresolved(cause):
+            continue  # redis-py's "Error -2 connecting to …": the resolver's error says it
         if isinstance(cause, socket.gaierror):
             return StoreHostError(
                 f"cannot resolve the host of {where}: {text}{stop} Check the host name in the URI."
                 + escape_hint(uri)
             )
         if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
-            "ConnectionError" in names and "redis" in type(cause).__module__
+            "ConnectionError" in names and _is_redis_error(cause)
         ):
             return StoreHostError(
                 f"cannot connect to {where}: {text or type(cause).__name__}. "
@@ -359,5 +448,62 @@ def store_failure(
         if "read-only transaction" in text or "readonly database" in text:
             return StoreLayoutError(no_adk_tables_message(where))
         if isinstance(cause, sqlite3.OperationalError) and "unable to open" in text:
-            return StoreDatabaseError(f"cannot open the SQLite database of {where}: {text}.")
+            return StoreDatabaseError(
+                f"cannot open the SQLite database of {where}: {text}. Check the path in the "
+                "URI (three slashes start a relative path, four an absolute one), that its "
+                "directory exists, and that this user may open it."
+            )
     return None
+
+
+# -- the store's own errors, typed -----------------------------------------------
+
+
+def store_error_typed(error: BaseException, uri: str | None) -> BaseException | None:
+    """A redis-py or sqlite3 login, host or database failure as its one line, of its own class.
+
+    Redis's session services connect on every call, and ADK's
+    ``SqliteSessionService`` opens its file on every call, so these failures
+    come from the store's own calls, where a caller may be catching the
+    driver's classes (``except redis.exceptions.ConnectionError`` around a
+    retry).
+    The error returned is both: an instance of `error`'s class and of the
+    `StoreConnectionError` `store_failure` names (`StoreLoginError`,
+    `StoreHostError`, `StoreDatabaseError`), with that one line as its
+    message. None for any other error, or when the two classes cannot be
+    combined: the caller then raises `error` as it is. The caller chains it
+    (``raise typed from error``), so redis-py's own words stay in the cause.
+    """
+    if not (_is_redis_error(error) or isinstance(error, sqlite3.OperationalError)):
+        return None
+    failure = store_failure(error, uri)
+    if not isinstance(failure, StoreConnectionError):
+        return None
+    try:
+        return _typed_class(type(failure), type(error))(str(failure))
+    except Exception:  # classes whose layouts or constructors do not combine
+        return None
+
+
+@functools.cache
+def _typed_class(kind: type[StoreConnectionError], original: type[BaseException]) -> type:
+    """The class deriving from `kind` and `original`, one per pair.
+
+    It bears `kind`'s name, so a traceback ends in
+    ``adk_pairing.shells.errors.StoreLoginError: …``; it pickles as a rebuild
+    of the same pair.
+    """
+    own = f"{original.__module__}.{original.__qualname__}"
+    namespace = {
+        "__module__": kind.__module__,
+        "__qualname__": kind.__qualname__,
+        "__doc__": f"{kind.__doc__} Also the store's own {own}.",
+        "__reduce__": lambda self: (_rebuild_typed, (kind, original, self.args)),
+    }
+    return type(kind.__name__, (kind, original), namespace)
+
+
+def _rebuild_typed(
+    kind: type[StoreConnectionError], original: type[BaseException], args: tuple[Any, ...]
+) -> BaseException:
+    return _typed_class(kind, original)(*args)

@@ -45,7 +45,9 @@ from .errors import (
     UnknownEngineOptionError,
     UnsupportedSchemeError,
     UriPasswordError,
+    driver_failure_message,
     engine_refusal,
+    mariadb_dialect_message,
     raw_password_message,
     require_type,
     store_failure,
@@ -129,7 +131,9 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
     Raises:
       ArgumentTypeError: `uri` is not a string.
       UnsupportedSchemeError: The URI has no scheme, wraps twice, or names a
-        scheme no service here serves.
+        scheme no service here serves: an unknown one, one whose driver is
+        not installed or not async, ``mariadb+<driver>``, or Redis on a
+        google-adk without its Redis service.
       UriPasswordError: The password holds a character that would end it
         early for the store's driver (it must be percent-encoded).
       StoreLayoutError: The SQLite file was written by ADK's other SQLite
@@ -140,6 +144,8 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
     Failures to log in to, reach or open the store happen on first use (ADK
     connects lazily); for SQL stores they are raised as `StoreLoginError`,
     `StoreHostError` or `StoreDatabaseError` (all `adk_pairing.PairingError`).
+    A Redis or ``sqlite://`` store's are raised so by `PairingSessionService`,
+    which wraps it.
     """
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     target = inner_uri(uri)
@@ -164,6 +170,9 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
     except (StoreLayoutError, UnsupportedSchemeError, UriPasswordError, TypeError):
         raise
     except ValueError as error:
+        driver = driver_failure_message(uri, error)
+        if driver is not None:
+            raise UnsupportedSchemeError(driver) from None
         refused = engine_refusal(error)
         if refused is not None:
             names, configuration = refused
@@ -274,7 +283,7 @@ def _build_inner(target: str, scheme: str, kwargs: dict[str, Any], uri: str) -> 
     if scheme.lower() in REDIS_SCHEMES:
         return _redis_session_service(target, kwargs)
     _refuse_unknown_dialect(target, scheme, uri)
-    return _database_session_service(target, kwargs)
+    return _database_session_service(target, kwargs, uri)
 
 
 def _refuse_unknown_dialect(target: str, scheme: str, uri: str) -> None:
@@ -303,7 +312,7 @@ def _redis_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionServi
     if not has_adk_redis_session_service():
         # google.adk.integrations.redis appeared in google-adk 2.9; before it
         # no ADK service can take this URI, whatever is installed.
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} needs google-adk >= {MIN_ADK_FOR_REDIS} "
             f"(installed: {ADK_VERSION}) for ADK's RedisSessionService; "
             f"on this version use {REDIS_ALTERNATIVE}."
@@ -314,7 +323,7 @@ def _redis_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionServi
             RedisSessionServiceConfig,
         )
     except ImportError as error:  # its own dependency, the redis client, is missing
-        raise ValueError(
+        raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} needs the redis package: pip install 'adk-pairing[redis]' ({error})"
         ) from error
     options = _without_agents_dir(kwargs)
@@ -332,21 +341,21 @@ def _redis_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionServi
     return RedisSessionService(config=RedisSessionServiceConfig(uri=uri, **options))
 
 
-def _database_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionService:
-    """ADK's fallback for schemes its registry does not know: SQLAlchemy URLs."""
+def _database_session_service(uri: str, kwargs: dict[str, Any], given: str) -> BaseSessionService:
+    """ADK's fallback for schemes its registry does not know: SQLAlchemy URLs.
+
+    `given` is the URI as the caller wrote it, for messages.
+    """
     from google.adk.sessions.database_session_service import DatabaseSessionService
 
     if database_drops_subsecond_times(uri):
-        mysql_form = "mysql" + uri[len("mariadb") :] if uri.lower().startswith("mariadb") else uri
-        raise ValueError(
-            f"{mask_uri(uri)!r}: ADK's DatabaseSessionService keeps the times of "
-            "SQLAlchemy's mariadb dialect to the second, so appends are refused as stale "
-            "(or, on releases without that check, the events of one second reordered). "
-            f"The mysql dialect serves MariaDB: use {mask_uri(mysql_form)!r}."
-        )
+        raise UnsupportedSchemeError(mariadb_dialect_message(given))
     try:
         return DatabaseSessionService(db_url=uri, **_without_agents_dir(kwargs))
     except ValueError as error:
+        driver = driver_failure_message(given, error)
+        if driver is not None:
+            raise UnsupportedSchemeError(driver) from None
         # google-adk 1.20 puts the unredacted URL in these messages; 1.39 and
         # later redact it (docs/compatibility.md).
         # SQLAlchemy's own error, chained as the cause, masks only what it

@@ -66,6 +66,7 @@ from ..adk import (
     close_session_service,
     is_sqlite_backed,
 )
+from ..adk.internals import store_uri
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from ..core.lru import Lru
 from ..core.ownership import (
@@ -84,6 +85,7 @@ from .errors import (
     UnsupportedSchemeError,
     require_pairing_options,
     require_type,
+    store_error_typed,
 )
 from .factory import URI_ARGUMENT, create_inner_session_service
 from .masking import mask_uri
@@ -180,9 +182,14 @@ class PairingSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        session = await self._inner.create_session(
-            app_name=app_name, user_id=user_id, state=state, session_id=session_id
-        )
+        try:
+            session = await self._inner.create_session(
+                app_name=app_name, user_id=user_id, state=state, session_id=session_id
+            )
+        except Exception as error:
+            if (typed := self._typed(error)) is None:
+                raise
+            raise typed from error
         self._analysis_cache.forget(_cache_key(session))
         return self._view_or_stored(session)
 
@@ -199,7 +206,12 @@ class PairingSessionService(BaseSessionService):
         read = self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        session = await (self._shielded_calls.run(read) if self._shield_calls else read)
+        try:
+            session = await (self._shielded_calls.run(read) if self._shield_calls else read)
+        except Exception as error:
+            if (typed := self._typed(error)) is None:
+                raise
+            raise typed from error
         if session is None or (
             self._check_owner
             and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
@@ -220,16 +232,28 @@ class PairingSessionService(BaseSessionService):
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        listed = await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        try:
+            listed = await self._inner.list_sessions(app_name=app_name, user_id=user_id)
+        except Exception as error:
+            if (typed := self._typed(error)) is None:
+                raise
+            raise typed from error
         if self._check_owner:
             listed.sessions = owned_sessions(listed.sessions, app_name=app_name, user_id=user_id)
         return listed
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         self._analysis_cache.forget((app_name, user_id, session_id))
-        if self._check_owner and not await self._may_change(app_name, user_id, session_id):
-            return  # as for a session that does not exist: nothing to delete
-        await self._inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        try:
+            if self._check_owner and not await self._may_change(app_name, user_id, session_id):
+                return  # as for a session that does not exist: nothing to delete
+            await self._inner.delete_session(
+                app_name=app_name, user_id=user_id, session_id=session_id
+            )
+        except Exception as error:
+            if (typed := self._typed(error)) is None:
+                raise
+            raise typed from error
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         get_user_state = getattr(self._inner, "get_user_state", None)
@@ -237,12 +261,22 @@ class PairingSessionService(BaseSessionService):
             raise NotImplementedError(
                 f"{type(self._inner).__name__} does not support get_user_state."
             )
-        return await get_user_state(app_name=app_name, user_id=user_id)
+        try:
+            return await get_user_state(app_name=app_name, user_id=user_id)
+        except Exception as error:
+            if (typed := self._typed(error)) is None:
+                raise
+            raise typed from error
 
     async def flush(self) -> None:
         flush = getattr(self._inner, "flush", None)
         if flush is not None:
-            await flush()
+            try:
+                await flush()
+            except Exception as error:
+                if (typed := self._typed(error)) is None:
+                    raise
+                raise typed from error
 
     async def close(self) -> None:
         """Releases what the inner service holds: its ``close()``, or its engine's pool.
@@ -266,26 +300,31 @@ class PairingSessionService(BaseSessionService):
 
     async def append_event(self, session: Session, event: Event) -> Event:
         view_state = view_state_of(session)
-        # A view's inner session passed the owner check when it was read; any
-        # other session object is checked against what is stored.
-        if (
-            view_state is None
-            and self._check_owner
-            and not await self._may_change(session.app_name, session.user_id, session.id)
-        ):
-            raise not_found(session.id)
-        if not self._shield_calls:
-            if view_state is None:
-                return await self._inner.append_event(session, event)
-            return await self._append_to_view(session, view_state, event)
-        key = _cache_key(session)
-        await self._shielded_calls.after_writes_to(key)
-        write = (
-            self._inner.append_event(session, event)
-            if view_state is None
-            else self._append_to_view(session, view_state, event)
-        )
-        return await self._shielded_calls.run(write, writes_to=key)
+        try:
+            # A view's inner session passed the owner check when it was read;
+            # any other session object is checked against what is stored.
+            if (
+                view_state is None
+                and self._check_owner
+                and not await self._may_change(session.app_name, session.user_id, session.id)
+            ):
+                raise not_found(session.id)
+            if not self._shield_calls:
+                if view_state is None:
+                    return await self._inner.append_event(session, event)
+                return await self._append_to_view(session, view_state, event)
+            key = _cache_key(session)
+            await self._shielded_calls.after_writes_to(key)
+            write = (
+                self._inner.append_event(session, event)
+                if view_state is None
+                else self._append_to_view(session, view_state, event)
+            )
+            return await self._shielded_calls.run(write, writes_to=key)
+        except Exception as error:
+            if (typed := self._typed(error)) is None:
+                raise
+            raise typed from error
 
     async def _append_to_view(
         self, session: PairedSession, view_state: ViewState, event: Event
@@ -322,6 +361,16 @@ class PairingSessionService(BaseSessionService):
         return stored is None or is_owned_by(
             stored, app_name=app_name, user_id=user_id, session_id=session_id
         )
+
+    def _typed(self, error: Exception) -> BaseException | None:
+        """The inner store's login, host or database failure as its one line, or None.
+
+        Only on the failure path: a call that succeeds pays nothing (a ``try``
+        costs nothing until it catches). The error stays an instance of the
+        store's own class (`adk_pairing.shells.errors.store_error_typed`);
+        every other error is re-raised as it is.
+        """
+        return store_error_typed(error, store_uri(self._inner))
 
     # -- views --------------------------------------------------------------
 
@@ -538,7 +587,9 @@ def create_session_service(
 
     A store that refuses the login, or whose host or database is wrong, is
     found on first use, when ADK first connects (`StoreLoginError`, `StoreHostError`,
-    `StoreDatabaseError`).
+    `StoreDatabaseError`). For Redis and ``sqlite://``, whose services connect
+    on every call, each call raises them, each still an instance of the
+    driver's own class (redis-py's, sqlite3's) and chained from its error.
     """
     require_type("uri", uri, str, URI_ARGUMENT, optional=False)
     require_pairing_options(missing_text, pending_text, analysis_cache_size)
