@@ -28,6 +28,7 @@ from .shells.adk_services import register_pairing_schemes
 from .shells.config import ConfigError, load_config, load_session_service
 from .shells.errors import (
     ArgumentTypeError,
+    ArgumentValueError,
     PairingError,
     StoreConnectionError,
     StoreDatabaseError,
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_PENDING_TEXT",
     "METADATA_KEY",
     "ArgumentTypeError",
+    "ArgumentValueError",
     "CallStatus",
     "ConfigError",
     "PairedSession",

@@ -25,6 +25,7 @@ import pytest
 
 from adk_pairing import (
     ArgumentTypeError,
+    ArgumentValueError,
     ConfigError,
     PairingError,
     StoreDatabaseError,
@@ -143,6 +144,22 @@ def _case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             lambda: create_session_service("pairing+memory://", analysis_cache_size="10"),
             ArgumentTypeError,
             ("analysis_cache_size must be a whole number",),
+            None,
+        )
+    if name == "analysis_cache_size=-1":
+        return (
+            lambda: create_session_service("pairing+memory://", analysis_cache_size=-1),
+            ArgumentValueError,
+            ("analysis_cache_size must be a whole number of sessions >= 0",),
+            None,
+        )
+    if name == "unknown Redis option":
+        if not HAS_ADK_REDIS:
+            pytest.skip(f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (2.9)")
+        return (
+            lambda: create_session_service(f"pairing+redis://{REDIS}/0", key_prefx="x"),
+            ArgumentValueError,
+            ("Unknown option(s) ['key_prefx']",),
             None,
         )
     if name == "extra_schemes as one string":
@@ -372,6 +389,8 @@ CASES = [
     "no scheme",
     "missing_text=5",
     "analysis_cache_size='10'",
+    "analysis_cache_size=-1",
+    "unknown Redis option",
     "extra_schemes as one string",
     "config key of the wrong type",
     "README password line, variable unset",

@@ -43,6 +43,10 @@ class ArgumentTypeError(PairingError, TypeError):
     """A public argument or configuration value of the wrong type."""
 
 
+class ArgumentValueError(PairingError, ValueError):
+    """A public argument or configuration value of the right type but not one that is taken."""
+
+
 class UnknownEngineOptionError(ArgumentTypeError):
     """Keyword arguments SQLAlchemy's engine does not take (``pool_sizee=10``)."""
 

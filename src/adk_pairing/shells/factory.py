@@ -41,6 +41,7 @@ from ..adk import (
 )
 from .errors import (
     RAW_PASSWORD_CHARACTERS,
+    ArgumentValueError,
     StoreLayoutError,
     UnknownEngineOptionError,
     UnsupportedSchemeError,
@@ -167,7 +168,13 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
         refuse_other_layout(target, scheme.lower())
     try:
         service = _build_inner(target, scheme, kwargs, uri)
-    except (StoreLayoutError, UnsupportedSchemeError, UriPasswordError, TypeError):
+    except (
+        ArgumentValueError,
+        StoreLayoutError,
+        UnsupportedSchemeError,
+        UriPasswordError,
+        TypeError,
+    ):
         raise
     except ValueError as error:
         driver = driver_failure_message(uri, error)
@@ -333,7 +340,7 @@ def _redis_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionServi
     allowed = sorted(set(RedisSessionServiceConfig.model_fields) - _REDIS_URI_FIELDS)
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise ValueError(
+        raise ArgumentValueError(
             f"Unknown option(s) {unknown} for the Redis session service at "
             f"{mask_uri(uri)!r}; allowed: {allowed} (host, port, password, database "
             "and TLS go in the URI: rediss://:password@host:6379/0)."

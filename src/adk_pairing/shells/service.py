@@ -82,6 +82,7 @@ from ..passes.view import PairedSession, ViewState, mirror_fields, paired_view, 
 from ..wire import IrregularShape
 from .errors import (
     ArgumentTypeError,
+    ArgumentValueError,
     UnsupportedSchemeError,
     require_pairing_options,
     require_type,
@@ -521,7 +522,7 @@ def _cache_size(analysis_cache_size: int | None) -> int:
         or not isinstance(analysis_cache_size, int)
         or analysis_cache_size < 0
     ):
-        raise ValueError(
+        raise ArgumentValueError(
             f"analysis_cache_size must be a whole number of sessions >= 0 (0 turns the "
             f"cache off), got {analysis_cache_size!r}."
         )
