@@ -1,10 +1,11 @@
-"""What checking an irregular history's view costs (`adk_pairing.builder_check`), vs unwrapped.
+"""What checking an irregular history's view costs (`adk_pairing.rules.builder_check`),
+vs unwrapped.
 
 Usage: ``.venv/bin/python benchmarks/irregular_sessions.py [--events N] [--rounds N] [--json]``
 
 A history is irregular when ADK's request builder could misplace a placeholder
 in it (a call id reused while the earlier call with it is open, and the other
-shapes `adk_pairing.analysis` names). While such a session has unanswered
+shapes `adk_pairing.ledger` names). While such a session has unanswered
 calls, every read checks the view with two runs of ADK's own request builder
 per agent, and every append rebuilds the view and checks it again. A regular
 session pays none of that. Three sessions of ``--events`` events on ADK's
@@ -48,7 +49,7 @@ from timing import quartiles  # noqa: E402
 from workloads import AGENT, Clock, realistic_history, user_text_event  # noqa: E402
 
 from adk_pairing import PairingSessionService  # noqa: E402
-from adk_pairing.analysis import build_ledger  # noqa: E402
+from adk_pairing.ledger import build_ledger  # noqa: E402
 
 APP, USER = "bench", "u"
 

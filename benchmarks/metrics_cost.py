@@ -46,8 +46,9 @@ from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from timing import quartiles  # noqa: E402
 
-import adk_pairing.service as service_module  # noqa: E402
-from adk_pairing import PairingSessionService, metrics  # noqa: E402
+import adk_pairing.shells.service as service_module  # noqa: E402
+from adk_pairing import PairingSessionService  # noqa: E402
+from adk_pairing.shells import metrics  # noqa: E402
 
 VARIANTS = ("unwrapped", "no hook", "shipped", "recording")
 APP, USER = "bench", "u"

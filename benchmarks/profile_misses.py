@@ -52,7 +52,7 @@ from workloads import (  # noqa: E402
     turn_cycle,
 )
 
-from adk_pairing.service import PairingSessionService  # noqa: E402
+from adk_pairing.shells.service import PairingSessionService  # noqa: E402
 
 #: Sampling interval: fine enough for paths that take a few milliseconds.
 INTERVAL_S = 0.0002

@@ -53,11 +53,11 @@ from timing import interleave, timed_without_collector
 from turns import TextReplyModel, search_documents
 from workloads import AGENT, APP, HEALTHS, USER, USER_TEXT, realistic_history
 
-from adk_pairing.placeholders import is_synthetic
-from adk_pairing.plugin import PairingPlugin
-from adk_pairing.request_pass import repair_contents
-from adk_pairing.service import PairingSessionService
+from adk_pairing.core.placeholders import is_synthetic
+from adk_pairing.passes.request_pass import repair_contents
 from adk_pairing.shells.agent_pass import final_request_pass
+from adk_pairing.shells.plugin import PairingPlugin
+from adk_pairing.shells.service import PairingSessionService
 
 #: How each history reaches ADK's request builder.
 SOURCE_BY_HEALTH = {"healthy": "stored", "broken": "view", "dropped": "stored"}

@@ -47,8 +47,12 @@ from workloads import (
     usage_metadata,
 )
 
-from adk_pairing.placeholders import DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT, placeholder_text
-from adk_pairing.service import PairingSessionService
+from adk_pairing.core.placeholders import (
+    DEFAULT_MISSING_TEXT,
+    DEFAULT_PENDING_TEXT,
+    placeholder_text,
+)
+from adk_pairing.shells.service import PairingSessionService
 
 _PLACEHOLDER_TEXTS = frozenset({DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT})
 

@@ -207,7 +207,7 @@ def realistic_history(
 def unanswered_call_count(events: list[Event]) -> int:
     """Calls with no response anywhere, by id (ids are unique in realistic histories).
 
-    Deliberately independent of `adk_pairing.analysis`, so the benchmarks can
+    Deliberately independent of `adk_pairing.ledger`, so the benchmarks can
     check the view they time against something the core did not compute.
     """
     calls: set[str] = set()

@@ -106,7 +106,7 @@ def requires(present: bool, feature: str) -> pytest.MarkDecorator:
 # an older ADK (issue 11, item 4) are marked with `known_gap`: a strict xfail,
 # so the mark must go once the gap is fixed. The conditions are probes of ADK's
 # own code, not version numbers. (The view's gaps, items 2-3, went with
-# h-builders: the view follows `adk_pairing.builder_traits`, and the tests that
+# h-builders: the view follows `adk_pairing.adk.builder`, and the tests that
 # marked them assert each builder's behaviour instead.)
 
 
@@ -135,14 +135,14 @@ BUILDER_REJECTS_ORPHAN_RESPONSES = _builder_rejects_orphan_responses()
 
 
 def _checker_sees_an_unanswered_idless_call() -> bool:
-    """Whether `adk_pairing.checks` flags one of two id-less calls left unanswered.
+    """Whether `adk_pairing.rules.checks` flags one of two id-less calls left unanswered.
 
     ADK's Anthropic converter on <= 2.9 gives every id-less call the same
     fallback id, so one answer seems to answer both.
     """
     from google.genai import types
 
-    from adk_pairing.checks import anthropic_pairing_violations
+    from adk_pairing.rules.checks import anthropic_pairing_violations
 
     def idless_call() -> types.Part:
         return types.Part(function_call=types.FunctionCall(name="search", args={}))

@@ -10,7 +10,7 @@ left out, so a property test can build thousands of requests a second.
 
 The agent's model is an `AnthropicLlm` subclass: releases that tell id-pairing
 providers apart (``_is_id_pairing_model``) then keep call ids as they do for
-Claude, the provider whose rule `adk_pairing.checks` checks.
+Claude, the provider whose rule `adk_pairing.rules.checks` checks.
 """
 
 from __future__ import annotations

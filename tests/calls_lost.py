@@ -7,7 +7,7 @@ contents the model receives, or there unanswered.
 Which calls count is ADK's own builder's answer, not ours: in a copy of the
 history every unanswered call gets a real result (an ordinary event, the kind
 a tool writes: no adk-pairing metadata), and the calls that ADK's builder (the
-installed release's ``_get_contents``, called as `adk_pairing.builder_check`
+installed release's ``_get_contents``, called as `adk_pairing.rules.builder_check`
 calls it) then shows the agent are the ones that count. That leaves out what
 ADK leaves out on purpose whatever the pieces do: other branches, rewound
 events, compacted ranges, confirmation and credential requests, other agents'
@@ -34,8 +34,8 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingPlugin
-from adk_pairing.analysis import build_ledger
-from adk_pairing.builder_check import _request_builder
+from adk_pairing.ledger import build_ledger
+from adk_pairing.rules.builder_check import _request_builder
 from adk_pairing.wire import MODEL_ROLES, never_sent_as_a_call
 from tests.adk_request import agent_named, build_session_request_async
 from tests.unit.events import AGENT

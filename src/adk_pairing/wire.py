@@ -2,7 +2,7 @@
 
 Every other module of adk-pairing imports these rules and restates none of
 them: the ledger (`adk_pairing.ledger`), the view, the request pass
-(`adk_pairing.request_pass`), the providers' rules (`adk_pairing.provider_rules`)
+(`adk_pairing.passes.request_pass`), the providers' rules (`adk_pairing.rules.provider_rules`)
 and the plugin. This module is pure and imports nothing of ours. Where in
 each ADK release these facts are is docs/compatibility.md's table.
 
@@ -109,7 +109,7 @@ class IrregularShape(enum.StrEnum):
     ADK's request builder keys its rearranging on call ids, so in these
     histories where a placeholder lands depends on the rest of the history
     and on the ADK release (`adk_pairing.ledger`); the view is then checked
-    against ADK's own builder (`adk_pairing.builder_check`).
+    against ADK's own builder (`adk_pairing.rules.builder_check`).
     """
 
     CALL_ID_TWICE_IN_ONE_EVENT = "call_id_twice_in_one_event"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from adk_pairing.placeholders import DEFAULT_MISSING_TEXT
+from adk_pairing.core.placeholders import DEFAULT_MISSING_TEXT
 from tests.adk_web import ANSWER_BOX_PLACEHOLDER
 from tests.integration.adk_web_support import (
     APPROVAL_APP,

@@ -31,7 +31,7 @@ import httpx
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing.placeholders import METADATA_KEY, SYNTHETIC_ID_PREFIX, is_synthetic
+from adk_pairing.core.placeholders import METADATA_KEY, SYNTHETIC_ID_PREFIX, is_synthetic
 
 from .wiring_support import (
     ADK,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from adk_pairing.checks import RULES
+from adk_pairing.rules.checks import RULES
 from tests.adk_features import HAS_ADK_REDIS, requires
 from tests.conftest import (
     MARIADB_HOST,
@@ -149,7 +149,7 @@ async def backend(
 @pytest.fixture(autouse=True)
 def requests_with_the_plugin_pass_every_rule() -> Iterator[None]:
     """Whatever the test asserts, every request a model received with the view and
-    `PairingPlugin` both on passes all four rules of `adk_pairing.checks`."""
+    `PairingPlugin` both on passes all four rules of `adk_pairing.rules.checks`."""
     first = len(REQUEST_LOG)
     yield
     broken = [
@@ -187,7 +187,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     table = rule_table()
     shown = [s for s in SETUPS if any(table[r][s][1] for r in RULES)]
-    terminalreporter.section("requests breaking each provider rule (adk_pairing.checks)")
+    terminalreporter.section("requests breaking each provider rule (adk_pairing.rules.checks)")
     terminalreporter.write_line(" | ".join(["rule", *shown]))
     for rule in RULES:
         cells = [f"{table[rule][s][0]} of {table[rule][s][1]}" for s in shown]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from adk_pairing.adk import adk_reads_error_code_of_responses
-from adk_pairing.placeholders import DEFAULT_MISSING_TEXT, MISSING_ERROR_CODE
+from adk_pairing.core.placeholders import DEFAULT_MISSING_TEXT, MISSING_ERROR_CODE
 from tests.adk_web import adk_web_has_function_response, adk_web_shows_error
 
 from .adk_web_support import (

@@ -23,7 +23,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 
 from adk_pairing import PairingPlugin
-from adk_pairing.view import view_state_of
+from adk_pairing.passes.view import view_state_of
 from tests.calls_lost import SETUPS, Tally, calls_lost
 from tests.reliability.histories import HistoryGenerator
 from tests.reliability.interrupted_histories import InterruptedHistories

@@ -1,7 +1,7 @@
 """Appends cancelled at many points, on both SQLite-backed ADK stores: nothing locked, nothing half.
 
 `PairingSessionService` shields its appends to a SQLite-backed store from the
-caller's cancellation (see `adk_pairing.service`): the caller gets
+caller's cancellation (see `adk_pairing.shells.service`): the caller gets
 ``CancelledError`` at once, and the write finishes in the background. Here an
 append through the decorator is cancelled at every aiosqlite operation it
 queues (while the operation runs in aiosqlite's thread, and one event-loop step

@@ -24,7 +24,7 @@ from google.genai import types
 from typer.testing import CliRunner
 
 from adk_pairing.cli import app
-from adk_pairing.placeholders import METADATA_KEY
+from adk_pairing.core.placeholders import METADATA_KEY
 from tests.adk_features import HAS_ADK_REDIS, HAS_SESSION_SCHEMAS, requires
 from tests.conftest import require_server
 

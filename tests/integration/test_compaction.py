@@ -24,7 +24,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingSessionService, is_synthetic
-from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.rules.checks import anthropic_pairing_violations
 from tests.adk_features import ADK_VERSION
 from tests.adk_request import build_request_contents_async
 

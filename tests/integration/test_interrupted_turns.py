@@ -16,7 +16,7 @@ from google.genai import types
 
 from adk_pairing import CallStatus, analyze
 from adk_pairing.adk.builder import builder_traits
-from adk_pairing.analysis import build_ledger
+from adk_pairing.ledger import build_ledger
 from tests.adk_features import BUILDER_CAN_PRESERVE_CALL_IDS
 
 from .support.backends import Backend
@@ -266,7 +266,7 @@ async def test_a_model_reusing_the_id_of_its_interrupted_call_gets_valid_request
 ) -> None:
     """Models that number their calls per turn (``call_1``) reuse an id while the
     interrupted call with it is still unanswered: an irregular history, whose view
-    `adk_pairing.builder_check` checks against ADK's own builder on every read and append.
+    `adk_pairing.rules.builder_check` checks against ADK's own builder on every read and append.
     Every request stays valid, and nothing synthetic reaches the store."""
     steps = [
         calls(call("hang", {"reason": "slow"}, id="call_1")),

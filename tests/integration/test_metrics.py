@@ -1,6 +1,6 @@
 """Live metrics appear in an OpenTelemetry reader during real Runner turns.
 
-The SDK's `InMemoryMetricReader` collects what `adk_pairing.metrics` records
+The SDK's `InMemoryMetricReader` collects what `adk_pairing.shells.metrics` records
 while a real `Runner` (scripted model, no network) runs turns over a
 PostgreSQL and an in-memory store: placeholders by status and app, the
 decorator's own time per read, fallbacks when a repair raises, and the
@@ -26,7 +26,8 @@ from google.adk.sessions.session import Session
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic, metrics
+from adk_pairing import PairingPlugin, PairingSessionService, is_synthetic
+from adk_pairing.shells import metrics
 from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 
 from .conftest import backend_params
@@ -112,7 +113,7 @@ async def test_a_repair_that_raises_is_counted_as_a_fallback(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a history the repair cannot handle")
 
-    monkeypatch.setattr("adk_pairing.service.repair_history", broken)
+    monkeypatch.setattr("adk_pairing.shells.service.repair_history", broken)
     served = await service.get_session(app_name="shop", user_id="alice", session_id="s1")
 
     assert served is not None and served.id == session.id
@@ -132,7 +133,7 @@ def test_the_plugins_repairs_are_counted_by_rule_and_app(reader: InMemoryMetricR
 def test_without_a_meter_provider_nothing_is_built_or_recorded() -> None:
     """In a fresh process: OpenTelemetry's global provider is set once per process."""
     code = (
-        "from adk_pairing import metrics\n"
+        "from adk_pairing.shells import metrics\n"
         "assert metrics.live_metrics() is None\n"
         "metrics.record_request_repairs('missing_result', 'shop', 1)\n"
         "assert metrics._live is None\n"

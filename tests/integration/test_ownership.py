@@ -15,7 +15,7 @@ to "ALICE", "alice " and the app "SHOP" alike.
 
 google-adk-community's Redis service keys a session by its id alone, so
 unwrapped it serves alice's session to bob, lets him append to it and delete
-it (adk_pairing.ownership); on today's main the decorator passed that
+it (adk_pairing.core.ownership); on today's main the decorator passed that
 through, and this table fails for ``redis-community``.
 """
 

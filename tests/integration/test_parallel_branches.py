@@ -23,7 +23,7 @@ from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from adk_pairing import PairingSessionService, is_synthetic
-from adk_pairing.checks import RULES
+from adk_pairing.rules.checks import RULES
 
 from .support.backends import Backend
 from .support.scenario import DrivesARunner, eventually

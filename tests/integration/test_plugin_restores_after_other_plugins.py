@@ -4,7 +4,7 @@ ADK runs plugins in the order they are listed, so a plugin listed before
 `PairingPlugin` has already edited ``llm_request.contents`` when the restore
 runs (issue 35). The restore places the calls ADK's builder dropped where that
 builder would have put them, in whatever contents are there
-(`adk_pairing.restore_pass.place`): parts another plugin added to the last
+(`adk_pairing.passes.restore_pass.place`): parts another plugin added to the last
 content, or a window that keeps the calls' turn, leave them in place; a
 window that cut their turn left them out on purpose, and they stay out. Real
 `Runner`, scripted model, ADK's real `MultimodalToolResultsPlugin` and

@@ -1,7 +1,7 @@
 """`PairingPlugin` alone keeps every call of the agent's history in the request, on every ADK.
 
 From google-adk 2.10 ADK's request builder drops a call nothing answers before
-any plugin runs; the plugin puts it back (`adk_pairing.restore_pass`). Each
+any plugin runs; the plugin puts it back (`adk_pairing.passes.restore_pass`). Each
 test drives a real `Runner` over a real store with the scripted model, and
 asserts on the request the model received: the interrupted call is there,
 answered (its real result or the view's placeholder), and the four rules hold

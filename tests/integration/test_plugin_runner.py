@@ -3,7 +3,7 @@
 The model is `ScriptedClaude`, which records each request *as the model
 received it*, i.e. after every plugin, and checks it against Anthropic's rule
 with ADK's converter. On top of that every recorded request must satisfy the
-four rules of `adk_pairing.checks` (Anthropic, OpenAI chat via LiteLlm,
+four rules of `adk_pairing.rules.checks` (Anthropic, OpenAI chat via LiteLlm,
 Gemini, strict alternation).
 """
 
@@ -16,7 +16,7 @@ import pytest
 from google.genai import types
 
 from adk_pairing import CallStatus, PairingPlugin
-from adk_pairing.checks import request_violations
+from adk_pairing.rules.checks import request_violations
 
 from .conftest import backend_params
 from .support.backends import PERSISTENT_KINDS, Backend
@@ -31,7 +31,7 @@ from .support.scripted_model import (
 
 
 def assert_every_request_satisfies_all_rules(script: Script) -> None:
-    """All four rules of `adk_pairing.checks`, on ADK's and LiteLlm's conversions."""
+    """All four rules of `adk_pairing.rules.checks`, on ADK's and LiteLlm's conversions."""
     assert_every_request_valid(script)
     for number, request in enumerate(script.requests):
         found = {rule: v for rule, v in request_violations(request.contents).items() if v}
@@ -109,7 +109,7 @@ async def test_plugin_alone_answers_an_interrupted_call_on_every_adk(
     backend: Backend,
 ) -> None:
     # From google-adk 2.10 the request builder drops a call nothing answers
-    # before any plugin runs; the plugin puts it back (`adk_pairing.restore_pass`).
+    # before any plugin runs; the plugin puts it back (`adk_pairing.passes.restore_pass`).
     harness = Harness.build(
         backend,
         wrapped=False,

@@ -11,7 +11,7 @@ listed after it, or an agent callback that keeps the last three contents,
 with the plugin alone and with both pieces (decorator + plugin).
 
 Every request the model receives must keep every provider rule of
-`adk_pairing.checks`; no tool may run twice; nothing synthetic may reach the
+`adk_pairing.rules.checks`; no tool may run twice; nothing synthetic may reach the
 store (the ``backend`` fixture searches its raw text); and ``call_S`` must be
 in every request of the turn, answered, except where the other code removed
 its turn on purpose: the windows here record, per request, whether what
@@ -44,7 +44,7 @@ from .support.neighbours import (
 )
 from .support.scripted_model import text
 
-PLACED = "placed adk_pairing.agent_pass.final_request_pass"
+PLACED = "placed adk_pairing.shells.agent_pass.final_request_pass"
 
 #: ADK's plugins warn that they are experimental; that is not what is tested.
 pytestmark = pytest.mark.filterwarnings(r"ignore:.*\[EXPERIMENTAL\]")

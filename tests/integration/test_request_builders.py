@@ -22,7 +22,7 @@ from google.genai import types
 
 from adk_pairing import CallStatus
 from adk_pairing.adk.builder import builder_traits
-from adk_pairing.placeholders import placeholder_text
+from adk_pairing.core.placeholders import placeholder_text
 
 from .conftest import backend_params
 from .support.backends import Backend

@@ -7,7 +7,7 @@ Each scenario runs through a real `Runner` under three setups, on every store:
 * ``view+plugin``: the view and `PairingPlugin` in the app.
 
 Every request the scripted model receives is checked against the four rules
-of `adk_pairing.checks` (Anthropic, OpenAI chat through LiteLlm, Gemini,
+of `adk_pairing.rules.checks` (Anthropic, OpenAI chat through LiteLlm, Gemini,
 strict alternation); with view + plugin none may break any rule (asserted
 here and, for every integration test, by the conftest). The counts per rule
 and setup are printed at the end of the run (``ADK_PAIRING_RULE_TABLE=path``

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from adk_pairing.adk_compat import close_session_service
+from adk_pairing.adk import close_session_service
 from adk_pairing.cli._direct import Unsupported, direct_reader, layouts
 from tests.adk_features import HAS_SESSION_SCHEMAS
 

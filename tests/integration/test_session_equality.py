@@ -9,7 +9,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingSessionService, is_synthetic
-from adk_pairing.view import HAS_STORAGE_MARKER, view_state_of
+from adk_pairing.passes.view import HAS_STORAGE_MARKER, view_state_of
 from tests.adk_features import requires
 
 from .conftest import backend_params

@@ -40,7 +40,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from adk_pairing.adk import left_out_call_names
-from adk_pairing.analysis import is_rewind
+from adk_pairing.ledger import is_rewind
 from adk_pairing.wire import (
     HELD_OPEN_CALL_NAMES,
     anthropic_keeps_id,

@@ -39,7 +39,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from adk_pairing.checks import RULES
+from adk_pairing.rules.checks import RULES
 from tests.integration.support.scenario import Harness
 from tests.integration.support.scripted_model import (
     REQUEST_LOG,
@@ -218,7 +218,7 @@ async def run_load(
 
 
 def violations_by_rule(requests: list[RecordedRequest]) -> Counter[str]:
-    """How many of `requests` break each rule of `adk_pairing.checks` (recorded by `Script`)."""
+    """How many of `requests` break each rule of `adk_pairing.rules.checks` (`Script` records)."""
     broken: Counter[str] = Counter({rule: 0 for rule in RULES})
     broken.update(rule for request in requests for rule in request.broken_rules)
     return broken

@@ -9,7 +9,7 @@ its tool runs or after a seeded delay, anywhere.
 Proven: the decorator raises no more errors than the store does alone, never
 persists anything of its own (the raw rows are searched), and every request
 the model received with it passes all four provider rules of
-`adk_pairing.checks` (Anthropic, OpenAI chat, Gemini, strict alternation).
+`adk_pairing.rules.checks` (Anthropic, OpenAI chat, Gemini, strict alternation).
 The unwrapped run must break Anthropic's rule, or the check proves nothing.
 Shown to fail: without the plugin, 25 of the decorator's 1,310 requests break
 Anthropic's rule (an older long-running call answered after a newer one: ADK's

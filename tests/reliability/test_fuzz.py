@@ -10,7 +10,7 @@ every length. Then, for every history:
   appends, a read resumed from the analysis cache, and a fresh read (a second
   decorator over the same store with no cache) are equal, event for event;
 * never worse than the store (issue 18, item 2): every rule of
-  `adk_pairing.checks` the request ADK builds from the stored history keeps,
+  `adk_pairing.rules.checks` the request ADK builds from the stored history keeps,
   the one it builds from the view keeps too; strict alternation, the
   documented exception for the decorator alone, is left out. Each rule is
   counted on its own.
@@ -46,10 +46,10 @@ from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 
 from adk_pairing import PairingSessionService
-from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import request_violations
-from adk_pairing.placeholders import PlaceholderTexts
-from adk_pairing.repair import repair_history
+from adk_pairing.core.placeholders import PlaceholderTexts
+from adk_pairing.core.repair import repair_history
+from adk_pairing.ledger import build_ledger
+from adk_pairing.rules.checks import request_violations
 from tests.calls_lost import SETUPS, Tally
 from tests.integration.support.scenario import event_signature
 from tests.unit.test_properties import adk_request_contents
@@ -61,7 +61,7 @@ HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "3000"))
 WORSE = "stored request valid, view's request invalid"
 #: Not a failure: a history with call events whose placeholders ADK's builder
 #: would misplace, served as stored while the others keep theirs
-#: (`adk_pairing.repair`). Counted, to show the rate.
+#: (`adk_pairing.core.repair`). Counted, to show the rate.
 SERVED_AS_STORED = "call events served as stored (unproven)"
 SEED = int(os.environ.get("RELIABILITY_FUZZ_SEED", "1313"))
 #: How many histories of each generator the calls-lost count measures: a

@@ -31,7 +31,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 
 from adk_pairing import PairingSessionService
-from adk_pairing import service as service_module
+from adk_pairing.shells import service as service_module
 from tests.unit.events import call, model_event, response, response_event, user_text
 
 SESSIONS = int(os.environ.get("RELIABILITY_MEMORY_SESSIONS", "2000"))

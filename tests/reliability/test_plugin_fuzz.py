@@ -5,7 +5,7 @@ request by ADK's own contents request processor (`tests.adk_request`) over the
 stored events (plugin alone) and over the view (both pieces), then passed
 through the plugin's ``before_model_callback`` as ADK runs it. For each:
 
-* never worse: every rule of `adk_pairing.checks` the request ADK builds from
+* never worse: every rule of `adk_pairing.rules.checks` the request ADK builds from
   the stored events keeps, the request after the plugin keeps too (all four,
   strict alternation included: the plugin merges turns);
 * no call lost: every call ADK's builder shows once it has a result
@@ -31,7 +31,7 @@ from google.adk.agents.callback_context import CallbackContext
 from google.adk.events.event import Event
 
 from adk_pairing import PairingPlugin, repaired_events
-from adk_pairing.checks import request_violations
+from adk_pairing.rules.checks import request_violations
 from tests.adk_features import adk_drops_unanswered_calls
 from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
 from tests.calls_lost import calls_lost
@@ -178,7 +178,7 @@ def test_a_remembered_restore_sends_what_a_fresh_one_does(
     # A plugin restores a session's later requests from what ADK's builder
     # showed it once (`restore_pass.Restoration`): each of the next turn's two
     # requests must be what a plugin that never saw the session sends.
-    import adk_pairing.plugin as plugin_module
+    import adk_pairing.shells.plugin as plugin_module
 
     real_build = plugin_module._build_contents
 

@@ -11,16 +11,13 @@ import sys
 import pytest
 
 import adk_pairing.adk as adk
-from adk_pairing import adk_compat
 from adk_pairing.adk import builder, events
 from adk_pairing.wire import LEFT_OUT_CALL_NAMES
 
 
-def test_every_probe_is_exposed_by_name_and_the_old_module_still_imports() -> None:
+def test_every_probe_is_exposed_by_name() -> None:
     for name in adk.__all__:
         assert getattr(adk, name) is not None, name
-    for name in adk_compat.__all__:
-        assert getattr(adk_compat, name) is getattr(adk, name), name
 
 
 def test_a_release_without_the_contents_module_is_taken_for_the_newest_builder(

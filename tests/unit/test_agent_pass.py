@@ -1,4 +1,4 @@
-"""How `PairingPlugin` ends an agent's ``before_model_callback`` chain (`adk_pairing.agent_pass`).
+"""How `PairingPlugin` ends an agent's ``before_model_callback`` chain (`shells.agent_pass`).
 
 Pure logic over stand-ins for ADK's agent and callback context: the Runner
 tests (tests/integration/test_request_after_others.py) show ADK running the
@@ -45,7 +45,7 @@ def mine(callback_context: object, llm_request: object) -> None:
     return None
 
 
-PLACED = "placed adk_pairing.agent_pass.final_request_pass"
+PLACED = "placed adk_pairing.shells.agent_pass.final_request_pass"
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adk_pairing.adk.builder import NEWEST_BUILDER
-from adk_pairing.analysis import CallStatus, PairingLedger, analyze, live_event_mask
+from adk_pairing.ledger import CallStatus, PairingLedger, analyze, live_event_mask
 from adk_pairing.ledger import pairing as ledger_pairing
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
@@ -179,7 +179,7 @@ def test_event_without_content_is_ignored() -> None:
 
 
 def test_rewind_is_found_on_content_less_events_as_adk_writes_them() -> None:
-    from adk_pairing.analysis import build_ledger
+    from adk_pairing.ledger import build_ledger
 
     rewind = rewind_event("inv-2")
     assert rewind.content is None

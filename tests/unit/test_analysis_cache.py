@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PairingSessionService, is_synthetic
-from adk_pairing import analysis_cache as analysis_cache_module
-from adk_pairing import service as service_module
 from adk_pairing.adk.builder import NEWEST_BUILDER
-from adk_pairing.analysis import PairingLedger, build_ledger
+from adk_pairing.core import analysis_cache as analysis_cache_module
+from adk_pairing.ledger import PairingLedger, build_ledger
 from adk_pairing.ledger import pairing as ledger_pairing
+from adk_pairing.shells import service as service_module
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
 from .test_properties import PlannedTurn, build_history, turn_lists

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
-from adk_pairing.analysis import PairingLedger, analyze, branch_shows, build_ledger
+from adk_pairing.ledger import PairingLedger, analyze, build_ledger
 from adk_pairing.ledger import pairing as ledger_pairing
+from adk_pairing.wire import branch_shows
 
 from .events import call, model_event, response, response_event, user_text
 
@@ -135,8 +136,8 @@ def test_the_view_check_builds_each_branchs_own_request() -> None:
     breakage behind it."""
     from google.genai import types
 
-    from adk_pairing.placeholders import PlaceholderTexts
-    from adk_pairing.repair import repair_history
+    from adk_pairing.core.placeholders import PlaceholderTexts
+    from adk_pairing.core.repair import repair_history
 
     first, second = "fan.worker@1", "fan.worker@2"
     mixed = types.Part(
@@ -185,9 +186,9 @@ def test_the_view_check_builds_the_request_of_every_branch_above_an_agents_own()
     history's stray results: nothing to be worse than there.)"""
     from google.adk.flows.llm_flows.contents import _get_contents
 
-    from adk_pairing.checks import anthropic_violations
-    from adk_pairing.placeholders import PlaceholderTexts
-    from adk_pairing.repair import repair_history
+    from adk_pairing.core.placeholders import PlaceholderTexts
+    from adk_pairing.core.repair import repair_history
+    from adk_pairing.rules.checks import anthropic_violations
 
     def valid(history: list[Event], branch: str | None) -> bool | None:
         try:

@@ -1,9 +1,9 @@
-"""The view's proof at the request (`adk_pairing.builder_check`), on the installed google-adk.
+"""The view's proof at the request (`adk_pairing.rules.builder_check`), on the installed google-adk.
 
 What it must give: a view of an irregular history is served only when ADK's
 own request builder, run on it, keeps valid every request it keeps valid on
 the stored history; a regular history is never checked; the pairing rule it
-checks with agrees with `adk_pairing.checks` (ADK's real Anthropic converter);
+checks with agrees with `adk_pairing.rules.checks` (ADK's real Anthropic converter);
 and running ADK's builder here adds nothing to ADK's logs.
 """
 
@@ -16,28 +16,29 @@ import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing import builder_check, is_synthetic
+from adk_pairing import is_synthetic
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
-from adk_pairing.analysis import analyze, build_ledger
-from adk_pairing.builder_check import (
+from adk_pairing.core.placeholders import PlaceholderTexts
+from adk_pairing.core.repair import Fallback, RepairedHistory, place_repairs, repair_history
+from adk_pairing.ledger import analyze, build_ledger
+from adk_pairing.rules import builder_check
+from adk_pairing.rules.builder_check import (
     rule_holds,
     view_never_worse,
 )
-from adk_pairing.checks import (
+from adk_pairing.rules.checks import (
     anthropic_pairing_violations,
     anthropic_request,
     anthropic_violations,
     violations_of,
 )
-from adk_pairing.placeholders import PlaceholderTexts
-from adk_pairing.provider_rules import (
+from adk_pairing.rules.provider_rules import (
     PROVIDER_RULES,
     anthropic_pairing,
     ids_merged_on_the_wire,
     request_of_contents,
     unique_tool_use_ids,
 )
-from adk_pairing.repair import Fallback, RepairedHistory, place_repairs, repair_history
 from adk_pairing.wire import IrregularShape
 from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 from tests.reliability.histories import HistoryGenerator, describe
@@ -224,7 +225,7 @@ def test_histories_adk_writes_are_regular_and_never_run_the_builder(
     def must_not_run(*args: object) -> bool:
         raise AssertionError("the proof ran on a regular history")
 
-    monkeypatch.setattr("adk_pairing.repair.view_never_worse", must_not_run)
+    monkeypatch.setattr("adk_pairing.core.repair.view_never_worse", must_not_run)
     ledger = build_ledger(events)
     assert not ledger.irregular, shape
     repair_history(events, ledger, TEXTS)
@@ -272,7 +273,7 @@ def test_the_id_rule_without_the_converter_agrees_with_adks_real_converter() -> 
     """What the check applies when ``anthropic`` is not installed, against ADK's converter.
 
     Less what only ADK's id sanitizer does (two distinct ids sent as one fallback,
-    `adk_pairing.provider_rules.ids_merged_on_the_wire`): without the ``anthropic``
+    `adk_pairing.rules.provider_rules.ids_merged_on_the_wire`): without the ``anthropic``
     package there is no such sanitizer on the wire.
     """
     compared = duplicated = 0
@@ -366,7 +367,7 @@ def test_without_adks_builder_where_we_look_nothing_is_proven(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A release that moved ``_get_contents``: irregular views are served as stored, no error."""
-    from adk_pairing import builder_check
+    from adk_pairing.rules import builder_check
 
     def moved() -> None:
         raise AttributeError("module 'contents' has no attribute '_get_contents'")
@@ -424,7 +425,7 @@ def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stor
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The search for provable call events is bounded; what it has not proven goes as stored."""
-    from adk_pairing import repair
+    from adk_pairing.core import repair
 
     events = _unprovable_spot_then_an_interrupted_call()
     monkeypatch.setattr(repair, "MOST_PARTIAL_CHECKS", 0)

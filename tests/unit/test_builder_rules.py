@@ -14,10 +14,10 @@ from google.genai import types
 
 from adk_pairing import repaired_events
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
-from adk_pairing.analysis import analyze, build_ledger
+from adk_pairing.core.placeholders import PlaceholderTexts
+from adk_pairing.core.repair import place_repairs
+from adk_pairing.ledger import analyze, build_ledger
 from adk_pairing.ledger import pairing as ledger_pairing
-from adk_pairing.placeholders import PlaceholderTexts
-from adk_pairing.repair import place_repairs
 
 from .events import call, model_event, response, response_event, user_text
 
@@ -34,7 +34,7 @@ def statuses(events: list[Event], traits: BuilderTraits) -> list[tuple[str, str]
 
 
 def placeholders(events: list[Event], traits: BuilderTraits) -> list[str | None]:
-    """Where the rules under `traits` place placeholders. Without `adk_pairing.builder_check`,
+    """Where the rules under `traits` place placeholders. Without `adk_pairing.rules.builder_check`,
     which checks an irregular view against the *installed* ADK's builder
     (tests/unit/test_builder_check.py)."""
     ledger = build_ledger(events, traits=traits)
@@ -156,7 +156,7 @@ def test_a_withheld_call_answered_later_is_answered() -> None:
 
 def test_observing_event_by_event_withholds_as_the_walk_does() -> None:
     events = mid_turn_parallel_call_reusing_an_id()
-    from adk_pairing.analysis import PairingLedger
+    from adk_pairing.ledger import PairingLedger
 
     ledger = PairingLedger(WALKS_BACK)
     observed = [ledger.observe(event, index) for index, event in enumerate(events)]

@@ -18,7 +18,7 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService
-from adk_pairing.repair import repaired_events
+from adk_pairing.core.repair import repaired_events
 from tests import calls_lost as oracle
 from tests.calls_lost import (
     BEFORE_THE_PLUGIN,

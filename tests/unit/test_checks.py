@@ -1,4 +1,4 @@
-"""Guard tests for the four provider rules in `adk_pairing.checks`.
+"""Guard tests for the four provider rules in `adk_pairing.rules.checks`.
 
 Each rule gets the broken input it exists for (it must report it) and the
 valid neighbour of that input (it must stay silent). The rules convert with
@@ -15,8 +15,8 @@ from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adk_pairing import checks
-from adk_pairing.checks import (
+from adk_pairing.rules import checks
+from adk_pairing.rules.checks import (
     RULES,
     anthropic_pairing_violations,
     anthropic_violations,
@@ -418,7 +418,7 @@ def test_the_openai_rule_never_reaches_for_the_internet() -> None:
         "    return real(host, *args, **kwargs)\n"
         "socket.getaddrinfo = guard\n"
         "from google.genai import types\n"
-        "from adk_pairing.checks import openai_chat_violations\n"
+        "from adk_pairing.rules.checks import openai_chat_violations\n"
         "hello = types.Content(role='user', parts=[types.Part(text='hi')])\n"
         "assert openai_chat_violations([hello]) == []\n"
     )

@@ -13,7 +13,7 @@ import pytest
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 
 from adk_pairing import ConfigError, PairingSessionService, load_config, load_session_service
-from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
+from adk_pairing.core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
 from tests.adk_features import HAS_ADK_REDIS, requires
 
 SECRET = "Pa55-w0rd-xyz"

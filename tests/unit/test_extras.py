@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adk_pairing import extras
 from adk_pairing.cli import app
+from adk_pairing.shells import extras
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 

@@ -24,14 +24,14 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from adk_pairing import (
     PairingSessionService,
     create_session_service,
-    factory,
     mask_uri,
     register_pairing_schemes,
 )
-from adk_pairing.adk_services import SQLALCHEMY_ASYNC_SCHEMES
-from adk_pairing.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
-from adk_pairing.factory import create_inner_session_service
-from adk_pairing.masking import mask_secrets
+from adk_pairing.core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE
+from adk_pairing.shells import factory
+from adk_pairing.shells.adk_services import SQLALCHEMY_ASYNC_SCHEMES
+from adk_pairing.shells.factory import create_inner_session_service
+from adk_pairing.shells.masking import mask_secrets
 from tests.adk_features import ADK_VERSION, HAS_ADK_REDIS, requires
 
 SECRET = "s3cr3t-Pa55"

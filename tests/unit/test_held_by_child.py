@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits
-from adk_pairing.analysis import PairingLedger, analyze, build_ledger, held_by_child
+from adk_pairing.ledger import PairingLedger, analyze, build_ledger
 from adk_pairing.ledger import pairing as ledger_pairing
+from adk_pairing.wire import held_by_child
 from tests.adk_features import requires
 
 from .events import call, model_event, response, response_event, user_text
@@ -165,7 +166,7 @@ def test_observing_the_child_stop_waiting_reports_the_parent_call_it_released(
 
 def test_the_request_pass_counts_a_call_waiting_on_its_child_as_held_open() -> None:
     """`PairingPlugin` answers such a call as pending too, should it have to."""
-    from adk_pairing.analysis import held_open_call_ids
+    from adk_pairing.ledger import held_open_call_ids
 
     waiting = _parent_and_child(_waiting_child())
     assert held_open_call_ids(waiting) == {"parent_1", "child_1"}

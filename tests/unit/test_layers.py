@@ -335,7 +335,7 @@ RULES_MODULES = ("provider_rules.py", "request_form.py")
 
 def _provider_rule_functions() -> set[str]:
     """Every rule function: the registry's, their helpers and the normal form's."""
-    from adk_pairing import provider_rules, request_form
+    from adk_pairing.rules import provider_rules, request_form
 
     registered = {rule.violations.__name__ for rule in provider_rules.PROVIDER_RULES.values()}
     public = {
@@ -355,7 +355,7 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
     helpers it exports and the normal form's (`request_form`); every one must
     live in one of `RULES_MODULES`, and be defined there once.
     """
-    from adk_pairing import provider_rules
+    from adk_pairing.rules import provider_rules
 
     functions = _provider_rule_functions()
     assert {"anthropic", "gemini", "openai_chat", "strict_alternation"} <= functions

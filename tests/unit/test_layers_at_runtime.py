@@ -21,7 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import adk_pairing
-from adk_pairing import PairingSessionService, placeholders, view
+from adk_pairing import PairingSessionService
+from adk_pairing.core import placeholders
+from adk_pairing.passes import view
 
 from .events import call, model_event, rewind_event
 from .history_strategies import histories

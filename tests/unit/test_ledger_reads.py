@@ -1,4 +1,4 @@
-"""The ledger reads exactly the event fields `adk_pairing.ledger_reads` declares.
+"""The ledger reads exactly the event fields `adk_pairing.ledger.reads` declares.
 
 Each event is handed to the ledger wrapped in objects that let it read the
 declared fields only (its actions, content, parts and calls wrapped alike),
@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing.adk.builder import BuilderTraits
-from adk_pairing.analysis import analyze, is_rewind
-from adk_pairing.ledger_reads import (
+from adk_pairing.ledger import analyze, is_rewind
+from adk_pairing.ledger.reads import (
     ACTIONS_FIELDS,
     CALL_FIELDS,
     CONTENT_FIELDS,
@@ -101,7 +101,7 @@ def _run_the_ledger(events: list[Event]) -> Reads:
         analyze(wrapped, traits=traits)
     for event in wrapped:
         is_rewind(event)
-    assert not reads.undeclared, "declare them in adk_pairing.ledger_reads"
+    assert not reads.undeclared, "declare them in adk_pairing.ledger.reads"
     return reads
 
 
@@ -152,7 +152,7 @@ def test_every_declared_field_is_read() -> None:
     }
     if not HAS_ISOLATION_SCOPE:  # google-adk before task runs: nothing to read
         declared.discard(("event", "isolation_scope"))
-    assert declared - reads.declared == set(), "read by nothing: drop from adk_pairing.ledger_reads"
+    assert declared - reads.declared == set(), "read by nothing: drop from adk_pairing.ledger.reads"
 
 
 def test_an_undeclared_read_is_caught() -> None:

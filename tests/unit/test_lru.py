@@ -1,10 +1,10 @@
-"""The one bound on what the decorator and the plugin remember (`adk_pairing.lru.Lru`)."""
+"""The one bound on what the decorator and the plugin remember (`adk_pairing.core.lru.Lru`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from adk_pairing.lru import Lru
+from adk_pairing.core.lru import Lru
 
 pytestmark = pytest.mark.version_independent
 

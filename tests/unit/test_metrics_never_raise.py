@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.environment_variables import OTEL_PYTHON_METER_PROVIDER
 from opentelemetry.metrics import Meter, MeterProvider
 
-from adk_pairing import metrics
+from adk_pairing.shells import metrics
 
 
 class RefusingProvider(MeterProvider):

@@ -1,9 +1,9 @@
 """One view per history: appends, a fresh read and a cached read must agree.
 
 A session's view can reach a caller three ways: kept current event by event
-by ``append_event`` (`adk_pairing.view`), built by a fresh ``get_session``
+by ``append_event`` (`adk_pairing.passes.view`), built by a fresh ``get_session``
 that walks the whole history, or built by a ``get_session`` resumed from the
-analysis cache (`adk_pairing.analysis_cache`). For every history they must be
+analysis cache (`adk_pairing.core.analysis_cache`). For every history they must be
 the same list of events, or the model's request would depend on how the
 session happened to be read. The histories here are deliberately hostile:
 rewinds that carry content (calls, responses, text), rewinds of rewinds and
@@ -37,7 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
-from adk_pairing.placeholders import METADATA_KEY
+from adk_pairing.core.placeholders import METADATA_KEY
 
 from .events import AGENT, call, model_event, response, response_event, user_text
 

@@ -8,7 +8,7 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 from adk_pairing.adk import checks_ownership
-from adk_pairing.ownership import is_owned_by, owned_sessions
+from adk_pairing.core.ownership import is_owned_by, owned_sessions
 
 
 def _session(app: str, user: str, session_id: str) -> Session:

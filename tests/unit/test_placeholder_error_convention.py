@@ -19,7 +19,7 @@ from google.adk.events.event import Event
 
 from adk_pairing import PlaceholderTexts, repaired_events
 from adk_pairing.adk import adk_reads_error_code_of_responses
-from adk_pairing.placeholders import MISSING_ERROR_CODE, placeholder_text
+from adk_pairing.core.placeholders import MISSING_ERROR_CODE, placeholder_text
 from tests.adk_request import build_request_contents
 from tests.adk_web import adk_web_has_function_response
 

@@ -12,8 +12,8 @@ compacted, not in an event ADK leaves out on purpose). A call sharing its
 restore it when ADK drops it (docs/request-pass.md); nor, on google-adk 2.10
 alone, are the calls the ledger withholds while a result event is last. The request ADK builds
 from the session, after the plugin, must carry each of them (a reused id may
-come back renamed ``<id>-<n>``, `adk_pairing.request_pass` rule 4), answered,
-and pass every provider rule of `adk_pairing.checks` on the real converters.
+come back renamed ``<id>-<n>``, `adk_pairing.passes.request_pass` rule 4), answered,
+and pass every provider rule of `adk_pairing.rules.checks` on the real converters.
 
 Two setups: the plugin alone (the session holds the stored events) and both
 pieces (the session holds the view, `repaired_events`, which serves some
@@ -36,8 +36,8 @@ from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 
 from adk_pairing import PairingPlugin, repaired_events
-from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import RULES, request_violations
+from adk_pairing.ledger import build_ledger
+from adk_pairing.rules.checks import RULES, request_violations
 from tests.adk_features import adk_drops_unanswered_calls
 from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
 from tests.calls_lost import calls_lost, sent_calls
@@ -118,7 +118,7 @@ def test_every_call_of_the_history_reaches_the_model_answered(
 def test_a_request_that_carries_every_call_runs_no_second_builder(monkeypatch) -> None:
     # The cost promise: a healthy history, or one whose open call ADK still
     # sends (held open), pays for a ledger read, never for ADK's builder.
-    import adk_pairing.plugin as plugin_module
+    import adk_pairing.shells.plugin as plugin_module
 
     builds: list[int] = []
     real_build = plugin_module._build_contents
@@ -163,7 +163,7 @@ def test_a_restore_is_paid_once_then_remembered(monkeypatch) -> None:
     # The restore's cost promise: ADK's builder runs for the first request that
     # lacks a call; the session's later requests, a turn later, get the call
     # back from what that run showed, with no builder run.
-    import adk_pairing.plugin as plugin_module
+    import adk_pairing.shells.plugin as plugin_module
 
     builds: list[int] = []
     real_build = plugin_module._build_contents

@@ -20,8 +20,8 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService, PlaceholderTexts
-from adk_pairing.analysis import held_open_call_ids
-from adk_pairing.plugin import pairs_calls_by_id
+from adk_pairing.ledger import held_open_call_ids
+from adk_pairing.shells.plugin import pairs_calls_by_id
 
 
 def request_with_idless_dangling_call() -> LlmRequest:
@@ -124,7 +124,7 @@ async def test_plugin_sends_the_request_as_built_when_the_repair_fails(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("adk_pairing.plugin.repair_contents", broken)
+    monkeypatch.setattr("adk_pairing.shells.plugin.repair_contents", broken)
     request = request_with_idless_dangling_call()
     contents = request.contents
     with caplog.at_level(logging.ERROR, logger="adk_pairing"):
@@ -148,7 +148,7 @@ async def test_a_builder_refusing_the_restored_history_is_logged_once_and_not_re
             raise ValueError("No function call event found")
         return list(llm_request.contents)
 
-    monkeypatch.setattr("adk_pairing.plugin._build_contents", build)
+    monkeypatch.setattr("adk_pairing.shells.plugin._build_contents", build)
     events = [
         Event(author="user", invocation_id="i", content=types.Content(role="user", parts=[])),
         call_event("job_1", held_open=False),

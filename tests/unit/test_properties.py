@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from adk_pairing import analyze, is_synthetic, repaired_events
 from adk_pairing.adk.builder import NEWEST_BUILDER, builder_traits
-from adk_pairing.analysis import PairingLedger, TrackedCall, build_ledger
-from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.core.placeholders import PlaceholderTexts
+from adk_pairing.core.repair import place_repairs
+from adk_pairing.ledger import PairingLedger, TrackedCall, build_ledger
 from adk_pairing.ledger.rewinds import live_runs
-from adk_pairing.placeholders import PlaceholderTexts
-from adk_pairing.repair import place_repairs
+from adk_pairing.rules.checks import anthropic_pairing_violations
 from tests.adk_features import (
     BUILDER_REJECTS_ORPHAN_RESPONSES,
     CHECKER_SEES_IDLESS_CALLS,
@@ -140,7 +140,8 @@ def adk_request_contents(events: list[Event]) -> list[types.Content]:
 def newest_view(events: list[Event]) -> list[Event]:
     """The view's placements as the newest request builder needs them (older ones:
     test_builder_rules), without the check of irregular histories against the
-    installed ADK's builder (`adk_pairing.builder_check`, tests/unit/test_builder_check.py)."""
+    installed ADK's builder (`adk_pairing.rules.builder_check`,
+    tests/unit/test_builder_check.py)."""
     ledger = build_ledger(events, traits=NEWEST_BUILDER)
     return place_repairs(events, ledger, PlaceholderTexts()).events
 
@@ -199,7 +200,7 @@ REUSED_ID_BESIDE_AN_ANSWERED_CALL = [
 @known_gap(
     not CHECKER_SEES_IDLESS_CALLS,
     "ADK's Anthropic converter gives every id-less call one fallback id, so "
-    "adk_pairing.checks misses an unanswered id-less call beside an answered one "
+    "adk_pairing.rules.checks misses an unanswered id-less call beside an answered one "
     "(issue 11 item 4, checks.py)",
 )
 @common

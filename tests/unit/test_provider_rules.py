@@ -1,8 +1,8 @@
-"""The providers' rules (`adk_pairing.provider_rules`): the normal form, each rule, the registry.
+"""The providers' rules (`rules.provider_rules`): the normal form, each rule, the registry.
 
 Pure logic, so most of this runs without a converter; where ADK's own
 Anthropic converter is the proof, the request is converted with it
-(`adk_pairing.checks.anthropic_request`) and both normal forms must agree.
+(`adk_pairing.rules.checks.anthropic_request`) and both normal forms must agree.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from google.genai import types
 
-from adk_pairing import checks, provider_rules
-from adk_pairing.checks import anthropic_request
-from adk_pairing.provider_rules import (
+from adk_pairing.rules import checks, provider_rules
+from adk_pairing.rules.checks import anthropic_request
+from adk_pairing.rules.provider_rules import (
     PROVIDER_RULES,
     Reading,
     anthropic_pairing,

@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 from google.adk.events.event import Event
 
-from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, placeholders, repaired_events
-from adk_pairing.checks import anthropic_pairing_violations, gemini_violations, request_violations
-from adk_pairing.placeholders import _direct_clone, synthetic_event_id
+from adk_pairing import METADATA_KEY, PlaceholderTexts, is_synthetic, repaired_events
+from adk_pairing.core import placeholders
+from adk_pairing.core.placeholders import _direct_clone, synthetic_event_id
+from adk_pairing.rules.checks import (
+    anthropic_pairing_violations,
+    gemini_violations,
+    request_violations,
+)
 from tests.adk_features import requires
 from tests.adk_request import build_request_contents
 

@@ -9,10 +9,10 @@ over the very ``InvocationContext`` the request was built in. So the plugin
 reads the held-open ids from that session and decides ``fill_missing_ids``
 from the agent's model, as it does under a `Runner`. Then:
 
-* the request after the plugin passes every rule of `adk_pairing.checks` that
+* the request after the plugin passes every rule of `adk_pairing.rules.checks` that
   applies to the agent's model;
 * if the request ADK built already passes them and carries every open call
-  of the session (`adk_pairing.restore_pass.calls_the_request_lacks`; ADK
+  of the session (`adk_pairing.passes.restore_pass.calls_the_request_lacks`; ADK
   >= 2.10 drops unanswered ones, which the plugin puts back), the plugin
   leaves ``llm_request.contents`` as the very same list object;
 * if ADK's builder raises instead (releases before 2.10 do on some malformed
@@ -49,9 +49,9 @@ from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 
 from adk_pairing import PairingPlugin, repaired_events
-from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import RULES, request_violations
-from adk_pairing.restore_pass import calls_the_request_lacks
+from adk_pairing.ledger import build_ledger
+from adk_pairing.passes.restore_pass import calls_the_request_lacks
+from adk_pairing.rules.checks import RULES, request_violations
 from tests.adk_request import AGENT_NAME, build_request_async
 
 from .history_strategies import describe, histories

@@ -5,13 +5,13 @@ For any generated history, well-formed or malformed (see
 twice, from the stored events and from the repaired view:
 
 * if building from the store does not raise, building from the view does not;
-* every rule of `adk_pairing.checks` the store's request keeps (Anthropic's,
+* every rule of `adk_pairing.rules.checks` the store's request keeps (Anthropic's,
   OpenAI's ids, Gemini's call order and counts), the view's keeps. Strict
   alternation is the documented exception for the decorator alone (a
   placeholder can stand between two user turns; `PairingPlugin` merges them).
 
 This holds on every supported ADK release; the builders differ (see the
-docstring of `adk_pairing.analysis`), and so does what the view adds for them.
+docstring of `adk_pairing.ledger`), and so does what the view adds for them.
 Each test runs ``ADK_PAIRING_PROPERTY_EXAMPLES`` examples (default 200, about
 half a minute per test on one core); a fuzz run can raise it.
 The examples are derandomized, so CI runs the same histories every time.
@@ -29,8 +29,8 @@ from google.adk.events.event import Event
 from hypothesis import HealthCheck, given, settings
 
 from adk_pairing import repaired_events
-from adk_pairing.analysis import build_ledger
-from adk_pairing.checks import RULES, request_violations
+from adk_pairing.ledger import build_ledger
+from adk_pairing.rules.checks import RULES, request_violations
 from adk_pairing.wire import IrregularShape
 from tests.adk_request import build_request_contents
 

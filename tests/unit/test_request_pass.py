@@ -1,8 +1,8 @@
-"""The request pass (`adk_pairing.request_pass`): its five rules hold after it, nothing else moves.
+"""The request pass (`adk_pairing.passes.request_pass`): its five rules hold, nothing else moves.
 
 The rules are checked here by `rule_violations`, written for these tests from
 the rules' statement (not the module's own scan), and by
-ADK's Anthropic converter through `adk_pairing.checks`. Hypothesis generates
+ADK's Anthropic converter through `adk_pairing.rules.checks`. Hypothesis generates
 request contents, malformed ones included: any role, text and a call in one
 part, a call and a result in one part, results before any call, ids reused,
 ids missing, empty contents.
@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PlaceholderTexts
-from adk_pairing.checks import anthropic_pairing_violations, request_violations
-from adk_pairing.placeholders import OPENING_NOTE_TEXT
-from adk_pairing.request_pass import ContentRule, _opened_by_the_user, repair_contents
-from adk_pairing.request_rewrite import prepare, repair_segments
-from adk_pairing.request_scan import scan
+from adk_pairing.core.placeholders import OPENING_NOTE_TEXT
+from adk_pairing.passes.request_pass import ContentRule, _opened_by_the_user, repair_contents
+from adk_pairing.passes.request_rewrite import prepare, repair_segments
+from adk_pairing.passes.request_scan import scan
+from adk_pairing.rules.checks import anthropic_pairing_violations, request_violations
 from adk_pairing.wire import MODEL_ROLES, converter_sends_signed_thoughts, is_mixed
 
 # -- building contents --------------------------------------------------------
@@ -481,7 +481,7 @@ STARTS_WITH_MODEL = "message 0: the conversation starts with 'assistant'"
 def test_every_generated_request_passes_the_four_provider_checks_after_the_pass(
     contents: list[types.Content],
 ) -> None:
-    # adk_pairing.checks converts with ADK's Anthropic converter and LiteLlm's
+    # adk_pairing.rules.checks converts with ADK's Anthropic converter and LiteLlm's
     # message conversion; ids are filled, as the plugin does for those models.
     repaired = repair_contents(contents, held_open_ids={"call_2"}, fill_missing_ids=True)
     found = request_violations(repaired.contents)
@@ -638,7 +638,7 @@ def test_an_id_like_the_anthropic_converters_own_fallback_is_renamed_apart() -> 
     # ADK's Anthropic converter (1.39 and later) sends an id it cannot keep as
     # `toolu_fallback_<n>`, and a stored `toolu_fallback_0` as it is: the two calls
     # below would be one tool_use id on the wire.
-    from adk_pairing.checks import anthropic_violations
+    from adk_pairing.rules.checks import anthropic_violations
 
     contents = [
         user(say("hi")),

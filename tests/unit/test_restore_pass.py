@@ -5,8 +5,8 @@ from __future__ import annotations
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing.analysis import build_ledger
-from adk_pairing.restore_pass import (
+from adk_pairing.ledger import build_ledger
+from adk_pairing.passes.restore_pass import (
     Placement,
     Splice,
     calls_the_request_lacks,

@@ -24,7 +24,7 @@ from adk_pairing.cli._fast import (
     light_event,
     needs_confirmation,
 )
-from adk_pairing.ledger_reads import EVENT_FIELDS
+from adk_pairing.ledger.reads import EVENT_FIELDS
 from tests.adk_features import ADK_VERSION
 from tests.unit.events import call, model_event, user_text
 from tests.unit.history_strategies import histories
@@ -159,7 +159,7 @@ def _as_the_ledger_reads(target: object, fields: tuple[str, ...]) -> dict[str, o
 def test_light_events_carry_every_declared_field_as_the_event_holds_it(
     events: list[Event], by_alias: bool
 ) -> None:
-    """`adk_pairing.ledger_reads` names the fields; `light_event` must fill each one."""
+    """`adk_pairing.ledger.reads` names the fields; `light_event` must fill each one."""
     for event in [*events, *every_field_history()]:
         stored = event.model_dump_json(exclude_none=True, by_alias=by_alias)
         light = light_event(json.loads(stored))

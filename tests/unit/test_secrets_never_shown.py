@@ -34,9 +34,9 @@ from hypothesis import strategies as st
 
 from adk_pairing import UriPasswordError, create_session_service
 from adk_pairing.cli._common import _MaskingFormatter, explain, run
-from adk_pairing.config import ConfigError, build_session_service, load_config
-from adk_pairing.factory import create_inner_session_service
-from adk_pairing.masking import mask_secrets, mask_uri
+from adk_pairing.shells.config import ConfigError, build_session_service, load_config
+from adk_pairing.shells.factory import create_inner_session_service
+from adk_pairing.shells.masking import mask_secrets, mask_uri
 from tests.adk_features import ADK_VERSION
 
 #: Every form of store URI we support, ``{pw}`` where the password goes.

@@ -18,7 +18,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from hypothesis import HealthCheck, example, given, settings
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
-from adk_pairing import service as service_module
+from adk_pairing.shells import service as service_module
 
 from .events import call, model_event, response, response_event, user_text
 from .test_properties import PlannedCall, PlannedTurn, build_history, turn_lists

@@ -18,7 +18,11 @@ from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adk_pairing.checks import anthropic_violations, to_anthropic_messages, to_openai_chat_messages
+from adk_pairing.rules.checks import (
+    anthropic_violations,
+    to_anthropic_messages,
+    to_openai_chat_messages,
+)
 from adk_pairing.wire import (
     ANTHROPIC_FALLBACK_PREFIX,
     Block,
@@ -256,9 +260,9 @@ def test_the_view_never_brings_back_a_call_whose_id_collides_with_a_fallback() -
     a placeholder would bring it back beside ``ïd 1``, which the converter also
     sends as ``toolu_fallback_0``. The ledger marks the id irregular, and the
     check, seeing the collision, serves the stored events."""
-    from adk_pairing.analysis import build_ledger
-    from adk_pairing.placeholders import PlaceholderTexts
-    from adk_pairing.repair import repair_history
+    from adk_pairing.core.placeholders import PlaceholderTexts
+    from adk_pairing.core.repair import repair_history
+    from adk_pairing.ledger import build_ledger
     from adk_pairing.wire import IrregularShape
 
     events = [

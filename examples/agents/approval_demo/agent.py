@@ -7,7 +7,7 @@ the session shows a "pending" placeholder after the call; the box stays,
 because ``adk web`` ignores a response whose status is exactly ``"pending"``.
 
 The model is scripted, so no provider is called, and it applies Anthropic's
-pairing rule to every request (`adk_pairing.checks`), as a strict provider
+pairing rule to every request (`adk_pairing.rules.checks`), as a strict provider
 would:
 
 * a request with no call to ``request_approval`` yet: it calls the tool;
@@ -29,7 +29,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.tools import LongRunningFunctionTool
 from google.genai import types
 
-from adk_pairing.checks import anthropic_pairing_violations
+from adk_pairing.rules.checks import anthropic_pairing_violations
 
 TOOL = "request_approval"
 CONTINUATION = "Approval received, continuing:"

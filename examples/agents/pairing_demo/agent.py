@@ -1,7 +1,7 @@
 """An agent whose model reports what it received instead of calling a provider.
 
 The model applies Anthropic's pairing rule to every request, with ADK's own
-Anthropic converter (`adk_pairing.checks`): a request with an unanswered
+Anthropic converter (`adk_pairing.rules.checks`): a request with an unanswered
 ``tool_use`` raises, as a strict provider would reject it. Otherwise it
 answers with a JSON report of the calls and results it was shown, so a test
 (or a person in ``adk web``) can see the placeholder result adk-pairing put
@@ -30,8 +30,8 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from adk_pairing.checks import anthropic_pairing_violations
-from adk_pairing.placeholders import placeholder_text
+from adk_pairing.core.placeholders import placeholder_text
+from adk_pairing.rules.checks import anthropic_pairing_violations
 
 
 class UnpairedRequestError(RuntimeError):

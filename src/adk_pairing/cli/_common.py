@@ -3,7 +3,7 @@
 An operator reads this tool's output in a terminal or a cron mail, so a
 failure is one line saying what went wrong and how to fix it (exit code 2),
 never a traceback unless ``--debug`` asks for one. Every message that might
-contain a store URI goes through `adk_pairing.masking` first: other libraries' text
+contain a store URI goes through `adk_pairing.shells.masking` first: other libraries' text
 through `mask_secrets`, our own through `mask_uri`, so our words are never masked.
 """
 

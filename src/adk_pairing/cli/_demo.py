@@ -84,7 +84,7 @@ STORE_MARKERS = (METADATA_KEY, "adk-pairing-")
 class RequestRule:
     """The provider rule the demo checks requests with (see `request_rule`), as it shows it."""
 
-    #: Its name in `adk_pairing.provider_rules.PROVIDER_RULES`.
+    #: Its name in `adk_pairing.rules.provider_rules.PROVIDER_RULES`.
     id: str
     #: "<provider>'s pairing rule", for the checks' names.
     name: str

@@ -2,7 +2,7 @@
 
 Rebuilding a stored event with ADK's ``Event`` model validates every field of
 every part; the analysis (`adk_pairing.ledger`) reads a handful, declared
-once in `adk_pairing.ledger_reads`. `light_event` builds objects with exactly
+once in `adk_pairing.ledger.reads`. `light_event` builds objects with exactly
 those attributes (their slots are the declaration) from an event's
 JSON document, and the core's own `analyze` and `is_rewind` run on them
 unchanged (objects built with pydantic's ``model_construct`` cost more than
@@ -71,7 +71,7 @@ class UnexpectedShape(ValueError):
 
 
 def _stand_in(name: str, fields: tuple[str, ...], doc: str) -> Any:
-    """A class whose instances hold exactly `fields`, one of `adk_pairing.ledger_reads`'s
+    """A class whose instances hold exactly `fields`, one of `adk_pairing.ledger.reads`'s
     declarations: its slots and its constructor's parameters, in that order, both
     come from it, so a field the ledger starts reading is declared there alone.
     Built positionally: this runs once per fetched row, and keyword calls cost more.

@@ -17,7 +17,7 @@ and the database itself refuses any write:
   ``get_session``, and its direct reader (`_direct`) only ``SCAN``, ``GET``,
   ``SMEMBERS`` and ``SCARD``.
 
-The inner service is built by `adk_pairing.factory.create_inner_session_service`
+The inner service is built by `adk_pairing.shells.factory.create_inner_session_service`
 (ADK's own resolution of URIs); a ``pairing+`` prefix is dropped, since an
 operator reads what is stored, not the repaired view.
 """

@@ -2,7 +2,7 @@
 
 A leaf of the core: it builds, and decides nothing. What answers whom is the
 ledger's (`adk_pairing.ledger`); where a synthetic event goes is the
-repair's (`adk_pairing.repair`); the request pass (`adk_pairing.request_pass`)
+repair's (`adk_pairing.core.repair`); the request pass (`adk_pairing.passes.request_pass`)
 answers with the same part as the view. A synthetic event is shaped so that
 ADK's request builder pairs it with its calls while ADK's decision logic
 ignores it:
@@ -82,7 +82,8 @@ CUT_NOTE_TEXT = (
 )
 """What opens a request that code after `PairingPlugin` cut so that it opens with the
 model's turn (a context window that keeps the last contents): the ``opening_note`` of
-`adk_pairing.agent_pass.final_request_pass`. Only in the request, like `OPENING_NOTE_TEXT`."""
+`adk_pairing.shells.agent_pass.final_request_pass`. Only in the request, like
+`OPENING_NOTE_TEXT`."""
 
 
 #: The ``error_code`` of a synthetic event answering a call with no recorded
@@ -232,7 +233,7 @@ def placeholder_part(
     appended through a view (benchmarks/RESULTS.md). The values are strings
     and a dict made right here, so there is nothing to validate, and the
     result equals the validated one (same values, same fields set, same
-    JSON). The view and the request pass (`adk_pairing.request_pass`) both answer
+    JSON). The view and the request pass (`adk_pairing.passes.request_pass`) both answer
     with exactly this part.
     """
     response = _clone(

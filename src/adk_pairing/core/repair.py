@@ -1,12 +1,12 @@
 """Building the repaired event list: stored events plus synthetic results.
 
 Pure functions over events. Each call event with unanswered calls is replaced
-by an annotated copy, and one synthetic event (`adk_pairing.placeholders`)
+by an annotated copy, and one synthetic event (`adk_pairing.core.placeholders`)
 answers its open calls, placed where ADK's request builder pairs it with them
 (`PairingLedger.placement`).
 
 An irregular history (`PairingLedger.irregular`) is repaired only where
-`adk_pairing.builder_check` shows that ADK's own request builder, run on the repaired
+`adk_pairing.rules.builder_check` shows that ADK's own request builder, run on the repaired
 list, keeps every request valid that it keeps valid on the stored one. Where
 the whole repair is not proven, the smallest part the check cannot prove is
 served as stored: the call events whose placeholders it rejects, found by
@@ -41,12 +41,12 @@ class Fallback(enum.StrEnum):
     """Why a view serves some call events as stored, their calls unanswered."""
 
     #: An irregular history whose placeholders ADK's builder would misplace
-    #: (`adk_pairing.builder_check`).
+    #: (`adk_pairing.rules.builder_check`).
     UNPROVEN = "unproven"
     #: A call event whose open calls sit between calls later events answered:
     #: no placement of its placeholders gives the answers in call order
     #: (`PairingLedger.placement`), and ADK's builder keeps the stored
-    #: request in order (`adk_pairing.builder_check`).
+    #: request in order (`adk_pairing.rules.builder_check`).
     ANSWERS_OUT_OF_ORDER = "answers_out_of_order"
 
 

@@ -1,6 +1,6 @@
 """The ledger: who answers whom in an event history, as the installed ADK's builder pairs them.
 
-Pure: it reads events (`adk_pairing.ledger_reads`) and never awaits, logs or
+Pure: it reads events (`adk_pairing.ledger.reads`) and never awaits, logs or
 touches a store. Its parts:
 
 * `pairing`: `PairingLedger`, the newest builder's rules, walking responses;

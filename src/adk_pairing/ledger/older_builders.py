@@ -269,7 +269,7 @@ class WalksBack(OlderBuilder):
             # Another branch's call event: ADK builds each branch's request from
             # what it shows, where the two events are not neighbours. Which
             # request walks back is not this rule's to say; the view's check
-            # against ADK's builder is (`adk_pairing.builder_check`).
+            # against ADK's builder is (`adk_pairing.rules.builder_check`).
             ledger.shapes.add(IrregularShape.RESULT_AFTER_ANOTHER_BRANCHS_CALLS)
             return
         withheld = ledger.withhold_event(call_index)

@@ -52,7 +52,7 @@ class ReadPolicy:
 
 #: Stored events: what the view reads.
 READS_STORED_EVENTS = ReadPolicy(builder_leaves_events_out=True, one_call_per_id_in_an_event=True)
-#: Contents ADK's builder has made (the request pass, `adk_pairing.request_pass`):
+#: Contents ADK's builder has made (the request pass, `adk_pairing.passes.request_pass`):
 #: it has left its events out already, and the request pass renames a repeated
 #: id apart, so each call is its own ``tool_use`` and needs its own answer.
 READS_BUILT_REQUEST = ReadPolicy(builder_leaves_events_out=False, one_call_per_id_in_an_event=False)

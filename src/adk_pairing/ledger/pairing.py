@@ -32,7 +32,7 @@ The rules follow the ones ADK itself applies when it builds a model request
 
 Irregular histories (docs/irregular-histories.md; `adk_pairing.wire.IrregularShape`)
 are marked (`PairingLedger.shapes`) where the walk meets them, so that
-`adk_pairing.builder_check` can check their view against ADK's own builder.
+`adk_pairing.rules.builder_check` can check their view against ADK's own builder.
 One mark is lifted again: a call id reused while open, once the newest
 builder's own pairing covers it (`OpenCallIndex.note_reuse`).
 A response repeating the id of an answered call in an event of its own (a

@@ -3,7 +3,7 @@
 This module is pure: it reads a list of ``google.genai.types.Content`` (what
 ADK's request builder put in ``LlmRequest.contents``) and returns a list that
 every provider accepts, with a report of what it changed. It never awaits,
-logs or touches a session; `adk_pairing.plugin` is the shell that calls it.
+logs or touches a session; `adk_pairing.shells.plugin` is the shell that calls it.
 
 Why a request-level pass on top of the repaired view: ADK's request builder
 breaks pairing on its own in cases the session layer cannot see, and strict
@@ -26,13 +26,13 @@ providers reject shapes both the view and plain ADK produce:
 
 The request guarantee: five rules that hold on every list this module
 returns, and that imply every provider rule of
-`adk_pairing.provider_rules.PROVIDER_RULES` (tests/unit/test_request_guarantee.py):
+`adk_pairing.rules.provider_rules.PROVIDER_RULES` (tests/unit/test_request_guarantee.py):
 
 1. every function call in a model content is answered by the leading
    ``function_response`` parts of the content right after it, one each, in call
    order, under the call's function name (Gemini pairs by name; a result that
    answers a call by id under another name is renamed); a call nothing
-   answers gets the view's placeholder (`adk_pairing.placeholders.placeholder_part`),
+   answers gets the view's placeholder (`adk_pairing.core.placeholders.placeholder_part`),
    *pending* when ADK holds the call open and *missing* otherwise, exactly as
    in the view;
 2. no ``function_response`` appears anywhere else: one that answers nothing is
@@ -44,7 +44,7 @@ returns, and that imply every provider rule of
 4. call ids are unique within the request: a later call reusing an id is
    renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
    a call whose id some provider that pairs by id cannot take
-   (`adk_pairing.provider_rules.refused_when_paired_by_id`: none, or one that
+   (`adk_pairing.rules.provider_rules.refused_when_paired_by_id`: none, or one that
    looks like one of ADK's Anthropic converter's own fallback ids, which the
    converter could also give another call whose id it rewrites) gets
    ``call_pairing_<n>``. Both are numbered in request order,
@@ -53,11 +53,11 @@ returns, and that imply every provider rule of
 5. the request does not open with a model turn holding a call: a request
    whose history begins with the agent's own calls (a call made before any
    user message, put back or answered here) is opened by a user-side note
-   (`adk_pairing.placeholders.OPENING_NOTE_TEXT`), so that strict providers
+   (`adk_pairing.core.placeholders.OPENING_NOTE_TEXT`), so that strict providers
    take it and the calls still reach the model. A request that opens with the
    model's text is the agent's own design and stays as it is, unless other
    code cut the request to open there (``cut``): then a note says the earlier
-   messages are left out (`adk_pairing.placeholders.CUT_NOTE_TEXT`).
+   messages are left out (`adk_pairing.core.placeholders.CUT_NOTE_TEXT`).
 
 Who answers whom is decided by `adk_pairing.ledger.PairingLedger`, the same
 rules the view uses (newest preceding call with the id; for id-less calls, the
@@ -81,9 +81,9 @@ same list object; input ``Content`` and ``Part`` objects are never mutated
 events), changed contents are new objects; the pass is idempotent,
 deterministic and O(parts).
 
-In parts: the detection (`adk_pairing.request_scan`: which segments already
-hold), the rewrite of the faulty ones (`adk_pairing.request_rewrite`) and
-what it reports (`adk_pairing.request_records`); here, the entry point and
+In parts: the detection (`adk_pairing.passes.request_scan`: which segments already
+hold), the rewrite of the faulty ones (`adk_pairing.passes.request_rewrite`) and
+what it reports (`adk_pairing.passes.request_records`); here, the entry point and
 rule 5.
 """
 

@@ -1,4 +1,4 @@
-"""What the request pass (`adk_pairing.request_pass`) reports: each repair, and the result."""
+"""What the request pass (`adk_pairing.passes.request_pass`) reports: each repair, the result."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The request pass's rewrite of the faulty segments, in four phases.
 
-Given the segments `adk_pairing.request_scan` found faulty: (1) prepare them
+Given the segments `adk_pairing.passes.request_scan` found faulty: (1) prepare them
 as turns, mixed parts split and user-side calls dropped; (2) attribute each
 result to the call it answers, by the view's own ledger (``NEWEST_BUILDER``);
 (3) plan the id each call goes out with; (4) place each answer, or a
 placeholder, right after its call, merging turns of one role. Segments that
 hold are reused as they are. The guarantee it keeps is
-`adk_pairing.request_pass`'s.
+`adk_pairing.passes.request_pass`'s.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def repair_segments(
 class _Turn:
     """One input content as the ledger reads it: an event-like view of its parts.
 
-    An `adk_pairing.ledger_reads.EventRead`: the request has no events, no
+    An `adk_pairing.ledger.reads.EventRead`: the request has no events, no
     authors (one for all: the request's calls are all its model's), no
     branches (ADK's builder kept only what the requesting agent's branch
     shows) and no rewinds (the builder applied them). The ledger marks calls

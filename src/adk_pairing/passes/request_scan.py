@@ -5,7 +5,7 @@ pass over the parts (`provider_rules.faulty_segments`) finds the segments that
 do not hold: a call not answered in place, a reused id, a mixed part, roles
 that do not alternate. A request with none goes out as it came; otherwise
 `segments_around` lays the request out in segments and only the faulty ones
-are rewritten (`adk_pairing.request_rewrite`).
+are rewritten (`adk_pairing.passes.request_rewrite`).
 """
 
 from __future__ import annotations

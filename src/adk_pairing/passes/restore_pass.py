@@ -2,18 +2,18 @@
 
 From google-adk 2.10 the contents request processor drops a function call
 nothing answers (``drop_orphaned_function_calls``) before any plugin runs, so
-the request pass (`adk_pairing.request_pass`) cannot answer a call it never
+the request pass (`adk_pairing.passes.request_pass`) cannot answer a call it never
 sees. The plugin restores it instead, with ADK's own builder and the view's
 placement, and this module holds the decisions, free of I/O:
 
 * `calls_the_request_lacks`: which calls the history holds open that the
   request does not carry. It reads the ledger the view uses
-  (`adk_pairing.analysis.PairingLedger`, the installed ADK's traits), so there
+  (`adk_pairing.ledger.PairingLedger`, the installed ADK's traits), so there
   is one model of who answers whom. A request that carries every open call,
   or a history with none, is left to the request pass alone: that is the
   common case and it costs no builder run.
 * `repaired_history`: the stored events with the view's placeholders placed
-  as the view places them (`adk_pairing.repair.place_repairs`, the same texts
+  as the view places them (`adk_pairing.core.repair.place_repairs`, the same texts
   and pending/missing rule). These are the events ADK's builder is run over a
   second time; the builder then keeps every call, as it keeps a call with a
   recorded result.
@@ -165,7 +165,7 @@ def repaired_history(
 ) -> list[Event]:
     """`events` with the view's placeholder after each open call, placed as the view places it.
 
-    Unchecked (`adk_pairing.repair.place_repairs`): here the request ADK's
+    Unchecked (`adk_pairing.core.repair.place_repairs`): here the request ADK's
     builder makes of these events is itself what the request pass repairs,
     so nothing depends on where ADK's rearranging puts a placeholder.
     """

@@ -2,9 +2,9 @@
 
 A view is a `PairedSession`: a plain ADK `Session` whose ``events`` are the
 stored events plus a synthetic result after every unanswered call (built by
-`adk_pairing.repair` from a ledger of `adk_pairing.analysis`). Like the core,
+`adk_pairing.core.repair` from a ledger of `adk_pairing.ledger`). Like the core,
 this module never awaits, logs or touches a store; the session decorator
-(`adk_pairing.service`) does the I/O and hands this module what the store
+(`adk_pairing.shells.service`) does the I/O and hands this module what the store
 returned. The rules it keeps:
 
 * A view remembers the inner service's own session object (`ViewState.inner`)
@@ -23,12 +23,12 @@ returned. The rules it keeps:
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, an append after a response event that made the ledger
   withhold calls, or an append to an irregular history with unanswered calls
-  (whose view must be checked whole against ADK's builder, `adk_pairing.builder_check`)
+  (whose view must be checked whole against ADK's builder, `adk_pairing.rules.builder_check`)
   makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
   withheld calls' placeholders come back once the response event is no longer
-  last (ADK <= 2.10's walk-back hazard, `adk_pairing.analysis`).
+  last (ADK <= 2.10's walk-back hazard, `adk_pairing.ledger`).
 * The view mirrors the inner session's ``state``, ``last_update_time`` and the
   storage revision marker after every append, so code that reads them from the
   session it holds (the runner does) sees what the store wrote.
@@ -71,7 +71,7 @@ class ViewState:
         self.slot_order: list[int] = []
         #: The view was checked whole against ADK's builder, and may serve
         #: some call events as stored after that check
-        #: (`adk_pairing.repair.repair_history`): the verdict, and which call
+        #: (`adk_pairing.core.repair.repair_history`): the verdict, and which call
         #: events go as stored, depend on the whole history, so each append
         #: repairs the view again, as a fresh read would.
         self.checked = False
@@ -119,7 +119,7 @@ class ViewState:
         and `observe` does not report that release. Not after a check of the
         whole view (`checked`), nor while an irregular history has open calls:
         its placeholders hold only once ADK's builder has checked the whole
-        view (`adk_pairing.builder_check`).
+        view (`adk_pairing.rules.builder_check`).
         """
         return not (ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls))
 

@@ -28,11 +28,11 @@ request contents from the stored events and from the view with the installed
 ADK's ``_get_contents``, once for every agent that authored an event, and
 compares them rule by rule. If some agent's request would keep a rule from
 the store and break it from the view, that view is not served: the caller
-(`adk_pairing.repair`) keeps the placeholders of every call event it can
+(`adk_pairing.core.repair`) keeps the placeholders of every call event it can
 prove, and serves only the others as stored. A regular history is never
 checked: it costs nothing.
 
-The rules are the registry's (`adk_pairing.provider_rules.PROVIDER_RULES`,
+The rules are the registry's (`adk_pairing.rules.provider_rules.PROVIDER_RULES`,
 those with ``view_checked``), each on the contents ADK's builder made,
 through the real converters (`rule_holds`):
 

@@ -1,6 +1,6 @@
 """The providers' rules for tool calls, checked on the request ADK would send.
 
-Each provider rule is written once, in `adk_pairing.provider_rules`; this
+Each provider rule is written once, in `adk_pairing.rules.provider_rules`; this
 module reads a request as each provider receives it and runs the rules
 there: on the messages the real converters produce (ADK's Anthropic
 converter, ADK's LiteLlm message conversion), or on the contents themselves

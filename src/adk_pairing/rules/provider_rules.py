@@ -4,21 +4,21 @@ A function call and its result reach a provider as parts of neighbouring
 messages, and every strict provider checks their pairing in its own words.
 This module holds each such rule as one small function, and the one registry
 of them (`PROVIDER_RULES`). Everything that asks whether a request keeps a
-provider's rule asks here: `adk_pairing.checks` (on the messages ADK's real
+provider's rule asks here: `adk_pairing.rules.checks` (on the messages ADK's real
 converters build), the view's check against ADK's builder
-(`adk_pairing.builder_check`), the request pass's detection and id planning
-(`adk_pairing.request_pass`) and the demo (``adk-pairing demo``).
+(`adk_pairing.rules.builder_check`), the request pass's detection and id planning
+(`adk_pairing.passes.request_pass`) and the demo (``adk-pairing demo``).
 
 Pure: it reads ``google.genai`` contents, or the messages ADK's converters
 made of them, and returns violations; it imports no converter and does no
-I/O. Converting is `adk_pairing.checks`'s part.
+I/O. Converting is `adk_pairing.rules.checks`'s part.
 
 The rules read a request in one normal form (`WireRequest`, made in
-`adk_pairing.request_form`: the turns as ADK's Anthropic converter sends them,
+`adk_pairing.rules.request_form`: the turns as ADK's Anthropic converter sends them,
 every call and result with an id of its own), or the messages and contents
 their providers receive (`Reading`).
 
-**The rules** (`PROVIDER_RULES`, in the order `adk_pairing.checks` reports them):
+**The rules** (`PROVIDER_RULES`, in the order `adk_pairing.rules.checks` reports them):
 
 * ``anthropic`` (`anthropic`): every ``tool_use`` of an assistant turn is
   answered by a ``tool_result`` among the *leading* blocks of the very next
@@ -473,7 +473,7 @@ class ProviderRule:
     #: their own (`refused_when_paired_by_id`).
     refuses_missing_ids: bool = False
     refuses_id_prefixes: tuple[str, ...] = ()
-    #: Whether the view's check holds a view to it (`adk_pairing.builder_check`).
+    #: Whether the view's check holds a view to it (`adk_pairing.rules.builder_check`).
     #: Strict alternation is not: a placeholder is a turn of its own before the
     #: user's next text, which the request pass merges.
     view_checked: bool = True

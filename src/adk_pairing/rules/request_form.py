@@ -1,4 +1,4 @@
-"""One normal form of a request, as the provider rules read it (`adk_pairing.provider_rules`).
+"""One normal form of a request, as the provider rules read it (`adk_pairing.rules.provider_rules`).
 
 **The normal form** (`WireRequest`) is a request as ADK's Anthropic converter
 sends it: the turns in order, each a list of blocks (a call, a result, or

@@ -15,7 +15,7 @@ list (a new list: the agent's callables are kept, in order), logged once
 per agent; at every later request it finds it there, which is the whole
 cost. If something was appended after it since, it moves back to the end.
 `final_request_pass` applies the five rules of the request pass
-(`adk_pairing.request_pass`) to the contents as they are after everything
+(`adk_pairing.passes.request_pass`) to the contents as they are after everything
 else: a result whose call a window cut is dropped, as ADK's own
 ``drop_orphaned_function_responses`` does, a call whose answer was cut is
 answered by the placeholder, turns of one role are merged. It restores
@@ -28,7 +28,7 @@ request, with the fix: an agent without a ``before_model_callback`` list
 which ends ADK's chain (ADK then sends no request; one that sends the
 request to a model itself must call `pair_request` first).
 
-`adk_pairing.pair_request` (in `adk_pairing.plugin`) is the same pass for
+`adk_pairing.pair_request` (in `adk_pairing.shells.plugin`) is the same pass for
 people who compose callbacks themselves: put last in an agent's
 ``before_model_callback`` list, it is the plugin's whole pass without
 `PairingPlugin` in the runner, and `final_request_pass` with it. Which
@@ -130,7 +130,7 @@ def _place_final_pass(agent: object) -> bool:
         if placed:
             if _logged_once.first_time(("final_pass_placed", name, type(agent).__name__)):
                 logger.info(
-                    "adk_pairing: placed adk_pairing.agent_pass.final_request_pass last in "
+                    "adk_pairing: placed adk_pairing.shells.agent_pass.final_request_pass last in "
                     "agent %r's before_model_callback chain, after its %d own callback(s), so "
                     "the request "
                     "is checked after every plugin and callback that edits it. A callback that "

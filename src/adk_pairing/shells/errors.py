@@ -1,7 +1,7 @@
 """The mistakes a user can make wiring adk-pairing: one type each, one line each.
 
 Every message says what is wrong and how to fix it, names the argument, key or
-store (its URI masked, `adk_pairing.masking`), and never quotes a value that
+store (its URI masked, `adk_pairing.shells.masking`), and never quotes a value that
 may be a secret. The library raises these; the CLI prints the same lines
 (``adk_pairing.cli`` builds its messages here), so the two never drift apart.
 

@@ -2,7 +2,7 @@
 
 A ``pairing+<inner-uri>`` URI means "the service ADK would build for
 ``<inner-uri>``, wrapped in `PairingSessionService`"; this module builds that
-inner service and knows nothing of the wrapper (``adk_pairing.service`` imports
+inner service and knows nothing of the wrapper (``adk_pairing.shells.service`` imports
 it, never the reverse; `adk_pairing.create_session_service` wraps). The inner
 service is resolved exactly as ``adk web`` / ``adk api_server`` resolve
 ``--session_service_uri`` (``google/adk/cli/utils/service_factory.py``,
@@ -21,7 +21,7 @@ service is resolved exactly as ``adk web`` / ``adk api_server`` resolve
    since the registry matches the whole scheme and knows only the bare
    dialect names.
 
-Everything it says about a URI is masked first (`adk_pairing.masking`).
+Everything it says about a URI is masked first (`adk_pairing.shells.masking`).
 """
 
 from __future__ import annotations

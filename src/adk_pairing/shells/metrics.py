@@ -12,8 +12,8 @@ ADK's dashboards and ours stay apart), holding four instruments:
   ``read`` (its repair raised; get/create served the stored session),
   ``append`` (the view's upkeep raised and it fell back to the stored events),
   ``unproven`` (some call events served as stored, the others repaired, for
-  either `adk_pairing.repair.Fallback`: ADK's builder could misplace their
-  placeholders, `adk_pairing.builder_check`, or no placement gives their
+  either `adk_pairing.core.repair.Fallback`: ADK's builder could misplace their
+  placeholders, `adk_pairing.rules.builder_check`, or no placement gives their
   answers in call order; counted per read, like placeholders), with a
   ``shape`` label naming why (`adk_pairing.wire.IrregularShape`, or
   ``answers_out_of_order``);

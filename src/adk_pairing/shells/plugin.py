@@ -1,6 +1,6 @@
 """`PairingPlugin`: the last pass over every model request, so every provider accepts it.
 
-A thin shell over `adk_pairing.request_pass`: it takes the contents ADK has built
+A thin shell over `adk_pairing.passes.request_pass`: it takes the contents ADK has built
 for this request, has them repaired, assigns the result to
 ``llm_request.contents`` and logs what was repaired. It never touches the
 session or any event.
@@ -11,7 +11,7 @@ the plugins' callbacks after its request processors have built
 ``llm_request.contents``, in the order they were registered, and then the
 agent's own ``before_model_callback``s, read from the agent only after every
 plugin returned. So the plugin ends each agent's chain with
-`adk_pairing.agent_pass.final_request_pass` (placed at the agent's first
+`adk_pairing.shells.agent_pass.final_request_pass` (placed at the agent's first
 request, logged once): a plugin listed after this one, or an agent callback,
 that edits the contents is followed by the five rules again.
 
@@ -39,7 +39,7 @@ The plugin keeps, per
 session, a ledger of the session's events (the one the view uses, brought up
 to date incrementally by an `AnalysisCache`), and asks it whether the history
 holds open calls, shown to this agent's branch, that the request lacks
-(`adk_pairing.restore_pass`). The first time it does, it runs ADK's own
+(`adk_pairing.passes.restore_pass`). The first time it does, it runs ADK's own
 contents request processor twice, on a shallow copy of the invocation context
 whose session holds the stored events and then the events with the view's
 placeholders, into fresh requests: whatever arguments the installed release
@@ -131,7 +131,7 @@ class PairingPlugin(BasePlugin):
     """
 
     #: Whether this plugin ends each agent's callback chain with the final
-    #: pass (`adk_pairing.agent_pass`); not when it runs inside that chain.
+    #: pass (`adk_pairing.shells.agent_pass`); not when it runs inside that chain.
     _places_final_pass: ClassVar[bool] = True
 
     def __init__(

@@ -1,13 +1,13 @@
 """`PairingSessionService`: a repaired view over any ADK session service.
 
 The decorator is a shell: it delegates every call to the inner service, hands
-what the inner service returned to the view (`adk_pairing.view`) to build or
+what the inner service returned to the view (`adk_pairing.passes.view`) to build or
 bring up to date, logs unanswered calls, and fails open. The rules live below
 it: which calls are answered in `adk_pairing.ledger`, the synthetic results
-in `adk_pairing.repair`, the view and its upkeep on every append in
-`adk_pairing.view`, what is remembered between reads in
-`adk_pairing.analysis_cache`, and the shielded calls of a SQLite store in
-`adk_pairing.shielding`. What stays here:
+in `adk_pairing.core.repair`, the view and its upkeep on every append in
+`adk_pairing.passes.view`, what is remembered between reads in
+`adk_pairing.core.analysis_cache`, and the shielded calls of a SQLite store in
+`adk_pairing.shells.shielding`. What stays here:
 
 * Every ``append_event`` on a view goes to the inner service with the inner
   service's own session object, never with the view, so the store persists
@@ -152,7 +152,7 @@ class PairingSessionService(BaseSessionService):
         analysis_cache_size = _cache_size(analysis_cache_size)
         self._inner = inner
         # Stores that do not refuse other owners' sessions themselves (see
-        # adk_pairing.ownership) are checked here; ADK's own stores pay nothing.
+        # adk_pairing.core.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
         self._shield_calls = is_sqlite_backed(inner)
         self._shielded_calls = ShieldedCalls()
@@ -444,7 +444,7 @@ def _fallback_advice() -> str:
     """What helps a view served as stored, on the installed ADK.
 
     From 2.10 ADK's builder drops the unanswered calls, so the model no longer
-    sees them; `PairingPlugin` puts them back (`adk_pairing.restore_pass`).
+    sees them; `PairingPlugin` puts them back (`adk_pairing.passes.restore_pass`).
     Before 2.10 ADK sends them unanswered and the plugin answers them.
     """
     if adk_drops_unanswered_calls():
@@ -599,7 +599,7 @@ def create_session_service(
             f"create_session_service expects a {PAIRING_PREFIX}<uri> URI, got "
             f"{mask_uri(uri)!r}. Did you mean {mask_uri(PAIRING_PREFIX + uri)!r}? "
             "(For the unwrapped service, call "
-            "adk_pairing.factory.create_inner_session_service.)"
+            "adk_pairing.shells.factory.create_inner_session_service.)"
         )
     return PairingSessionService(
         create_inner_session_service(uri, **inner_kwargs),

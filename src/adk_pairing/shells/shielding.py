@@ -1,6 +1,6 @@
 """Calls that run to their end when their caller is cancelled: a SQLite store's reads and appends.
 
-Why (`adk_pairing.service`'s docstring): cancelled while it awaits a query, a
+Why (`adk_pairing.shells.service`'s docstring): cancelled while it awaits a query, a
 call of ``DatabaseSessionService`` over SQLite leaves the database locked.
 `ShieldedCalls` runs such a call as a task of its own, keeps it until it
 ends, and makes later reads and appends of the same session wait for the

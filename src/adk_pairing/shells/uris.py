@@ -1,7 +1,7 @@
 """The grammar of the URIs adk-pairing accepts: ``pairing+<inner-uri>``.
 
 A ``pairing+`` prefix asks for `PairingSessionService` around the service ADK
-would build for the rest of the URI (`adk_pairing.factory` builds it).
+would build for the rest of the URI (`adk_pairing.shells.factory` builds it).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ SQL_TABLES = ("sessions", "events", "app_states", "user_states")
 def synthetic_markers() -> tuple[str, ...]:
     """Strings only adk-pairing's views contain: its metadata key, its event-id
     prefix and its placeholder texts."""
-    from adk_pairing.placeholders import (
+    from adk_pairing.core.placeholders import (
         DEFAULT_MISSING_TEXT,
         DEFAULT_PENDING_TEXT,
         METADATA_KEY,

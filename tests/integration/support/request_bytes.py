@@ -6,7 +6,7 @@ an interrupted call (the user's message, then the agent's call that nothing
 answers) is stored in a SQLite file; each turn runs a real `Runner` over it
 with the decorator, the plugin or both, and the first request the model
 receives is converted with ADK's Anthropic converter
-(`adk_pairing.checks.to_anthropic_messages`) and serialized message by
+(`adk_pairing.rules.checks.to_anthropic_messages`) and serialized message by
 message. Nothing here imports litellm, so the fresh process starts quickly.
 """
 
@@ -33,7 +33,7 @@ from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService
 from adk_pairing.adk import close_session_service
-from adk_pairing.checks import to_anthropic_messages
+from adk_pairing.rules.checks import to_anthropic_messages
 
 APP_NAME = "bytes_app"
 USER_ID = "ada"

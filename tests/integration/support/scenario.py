@@ -37,8 +37,8 @@ from google.genai import types
 import adk_pairing
 from adk_pairing import PairingSessionService, analyze, is_synthetic
 from adk_pairing.adk.builder import NEWEST_BUILDER
-from adk_pairing.analysis import CallStatus, TrackedCall
-from adk_pairing.checks import RULES
+from adk_pairing.ledger import CallStatus, TrackedCall
+from adk_pairing.rules.checks import RULES
 
 from .backends import Backend
 from .scripted_model import (
@@ -430,7 +430,7 @@ def assert_every_request_valid(script: Script) -> None:
 
 
 def assert_every_rule_holds(script: Script) -> None:
-    """Every request the model received passes all four rules of `adk_pairing.checks`."""
+    """Every request the model received passes all four rules of `adk_pairing.rules.checks`."""
     assert script.requests, "the model received no request at all"
     violations = script.all_rule_violations()
     assert not violations, f"requests breaking a provider's rule reached the model: {violations}"

@@ -3,7 +3,7 @@
 The runner under test is a real `google.adk.runners.Runner`; only the provider
 is replaced. Each request is recorded (a deep copy, because ADK reuses and
 mutates request objects) together with its violations of every rule in
-`adk_pairing.checks` (Anthropic, OpenAI chat through LiteLlm, Gemini, strict
+`adk_pairing.rules.checks` (Anthropic, OpenAI chat through LiteLlm, Gemini, strict
 alternation), so a test can assert "every request the model received was
 valid". Every request is also appended to `REQUEST_LOG` under its harness's
 setup (plain ADK, view alone, view + plugin), from which the integration
@@ -39,7 +39,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from adk_pairing.checks import RULES, anthropic_pairing_violations, request_violations
+from adk_pairing.rules.checks import RULES, anthropic_pairing_violations, request_violations
 
 # ADK's lite_llm imports litellm lazily (2.x), i.e. on the first request checked
 # for the OpenAI rule, inside a turn and its timeout; litellm's import takes
