@@ -13,7 +13,6 @@ is the same pass as an agent's ``before_model_callback``.
 #: The package's one version: pyproject.toml reads it, ``adk-pairing --version`` prints it.
 __version__ = "0.1.0"
 
-from . import _moved
 from .core.placeholders import (
     DEFAULT_MISSING_TEXT,
     DEFAULT_PENDING_TEXT,
@@ -41,9 +40,6 @@ from .shells.errors import (
 from .shells.masking import mask_uri
 from .shells.plugin import PairingPlugin, pair_request
 from .shells.service import PairingSessionService, create_session_service
-
-# The modules' old paths stay importable (`adk_pairing._moved`).
-_moved.install()
 
 __all__ = [
     "DEFAULT_MISSING_TEXT",

@@ -28,7 +28,6 @@ pytestmark = pytest.mark.version_independent
 PACKAGE = Path(adk_pairing.__file__).parent
 #: Modules that hold rules and never do I/O: no ``async def``, no ``await``.
 PURE = (
-    "analysis.py",
     "ledger/__init__.py",
     "ledger/calls.py",
     "ledger/child_runs.py",
@@ -41,7 +40,6 @@ PURE = (
     "ledger/reads.py",
     "core/analysis_cache.py",
     "core/lru.py",
-    "builder_traits.py",
     "adk/builder.py",
     "adk/events.py",
     "adk/internals.py",
@@ -90,10 +88,6 @@ LAYER_NAMES = ("wire", "core", "passes", "shells")
 #: package, ``cli`` and ``cli.*``, is a shell as a whole).
 LAYER_OF = {
     "wire": WIRE,
-    # The old module paths, importable as the moved modules (no imports of its own).
-    "_moved": WIRE,
-    # The ledger's former front, kept importable.
-    "analysis": CORE,
     # The ledger's parts (`adk_pairing.ledger`).
     "ledger": CORE,
     "ledger.calls": CORE,
@@ -106,7 +100,6 @@ LAYER_OF = {
     "ledger.rewinds": CORE,
     "core.analysis_cache": CORE,
     "core.lru": CORE,
-    "builder_traits": CORE,
     "ledger.reads": CORE,
     "core.ownership": CORE,
     "core.placeholders": CORE,
@@ -126,8 +119,6 @@ LAYER_OF = {
     "adk.internals": CORE,
     "adk.models": CORE,
     "adk.stores": CORE,
-    # The probes' former homes, kept importable.
-    "adk_compat": CORE,
     "passes.request_pass": PASSES,
     # The request pass in parts: what it reports, its detection, its rewrite.
     "passes.request_records": PASSES,

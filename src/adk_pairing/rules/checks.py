@@ -61,6 +61,22 @@ from .request_form import (
     with_positional_ids,
 )
 
+__all__ = [
+    "RULES",
+    "anthropic_pairing_violations",
+    "anthropic_request",
+    "anthropic_violations",
+    "gemini_violations",
+    "openai_chat_message_violations",
+    "openai_chat_violations",
+    "read_as",
+    "request_violations",
+    "strict_alternation_violations",
+    "to_anthropic_messages",
+    "to_openai_chat_messages",
+    "violations_of",
+]
+
 #: The provider rules `request_violations` checks, in the order it reports them.
 RULES = tuple(PROVIDER_RULES)
 
