@@ -36,9 +36,9 @@ from adk_pairing.rules.provider_rules import (
     PROVIDER_RULES,
     anthropic_pairing,
     ids_merged_on_the_wire,
-    request_of_contents,
     unique_tool_use_ids,
 )
+from adk_pairing.rules.request_form import request_of_contents
 from adk_pairing.wire import IrregularShape
 from tests.adk_features import BUILDER_DROPS_UNANSWERED_CALLS, requires
 from tests.reliability.histories import HistoryGenerator, describe

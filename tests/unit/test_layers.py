@@ -378,34 +378,63 @@ def test_each_provider_rule_function_is_defined_in_the_rules_module_alone() -> N
 _PROVIDER_WIRE_WORDS = frozenset({"tool_use", "tool_result", "tool_use_id", "tool_call_id"})
 
 
+def _reads_provider_messages(source: str, name: str) -> list[str]:
+    """Where `source` reads converted blocks, pairs id-less calls by position
+    (`wire.IdlessCalls`) or tests for a turn boundary itself.
+    """
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and node.value in _PROVIDER_WIRE_WORDS:
+            found.append(f"{name}:{node.lineno}: {node.value!r}")
+        if isinstance(node, ast.Name) and node.id == "IdlessCalls":
+            found.append(f"{name}:{node.lineno}: IdlessCalls")
+        # ``is_model and previous_is_model is False``: `starts_a_model_turn`'s test. A
+        # ``previous_is_model is False`` alone asks whether two user-side contents
+        # follow each other (the request pass's alternation), not where a turn starts.
+        if (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.And)
+            and any(
+                isinstance(value, ast.Compare)
+                and isinstance(value.left, ast.Name)
+                and value.left.id.startswith("previous")
+                and any(isinstance(c, ast.Constant) and c.value is False for c in value.comparators)
+                for value in node.values
+            )
+        ):
+            found.append(f"{name}:{node.lineno}: a turn boundary")
+    return found
+
+
 def test_only_the_rules_module_reads_the_providers_messages() -> None:
     """The logic of a rule, not only its name: no other module reads converted blocks,
     pairs id-less calls by position (`wire.IdlessCalls`) or tests for a turn boundary.
     """
-    found: list[str] = []
-    for path in PACKAGE.rglob("*.py"):
-        if path.name in (*RULES_MODULES, "wire.py"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and node.value in _PROVIDER_WIRE_WORDS:
-                found.append(f"{path.name}:{node.lineno}: {node.value!r}")
-            if isinstance(node, ast.Name) and node.id == "IdlessCalls":
-                found.append(f"{path.name}:{node.lineno}: IdlessCalls")
-            # ``is_model and previous_is_model is False``: `starts_a_model_turn`'s test.
-            if (
-                isinstance(node, ast.Compare)
-                and isinstance(node.left, ast.Name)
-                and node.left.id.startswith("previous")
-                and any(isinstance(c, ast.Constant) and c.value is False for c in node.comparators)
-            ):
-                found.append(f"{path.name}:{node.lineno}: a turn boundary")
+    found = [
+        reading
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in (*RULES_MODULES, "wire.py")
+        for reading in _reads_provider_messages(path.read_text(), path.name)
+    ]
     assert not found, found
 
 
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "starts = is_model and previous_is_model is False",
+        "if block['type'] == 'tool_use': pass",
+        "pending = IdlessCalls()",
+    ],
+)
+def test_a_module_reading_the_providers_messages_is_caught(spelling: str) -> None:
+    assert _reads_provider_messages(spelling, "m.py")
+
+
 def test_a_restated_provider_rule_is_caught() -> None:
-    """The check can fail: a module defining `anthropic_pairing` (or `_faulty_segments`)."""
+    """The check can fail: a module defining `anthropic_pairing` (or `_unique_tool_use_ids`)."""
     functions = {name.lstrip("_") for name in _provider_rule_functions()}
-    for spelling in ("def anthropic_pairing(request): ...", "def _faulty_segments(c, f): ..."):
+    for spelling in ("def anthropic_pairing(request): ...", "def _unique_tool_use_ids(r): ..."):
         [node] = ast.parse(spelling).body
         assert isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in functions
 

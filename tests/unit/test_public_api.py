@@ -82,27 +82,15 @@ DOCUMENTED_MODULES = {
     "adk_pairing.rules.provider_rules": frozenset(
         {
             "PROVIDER_RULES",
-            "PositionalIds",
             "ProviderRule",
             "Reading",
-            "Turn",
-            "WireBlock",
-            "WireRequest",
             "anthropic",
             "anthropic_pairing",
-            "call_ids_as_sent",
-            "faulty_segments",
-            "field_of",
             "gemini",
             "ids_merged_on_the_wire",
             "openai_chat",
-            "refused_when_paired_by_id",
-            "request_of_anthropic_messages",
-            "request_of_contents",
-            "starts_a_model_turn",
             "strict_alternation",
             "unique_tool_use_ids",
-            "with_positional_ids",
         }
     ),
 }

@@ -44,7 +44,7 @@ returns, and that imply every provider rule of
 4. call ids are unique within the request: a later call reusing an id is
    renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
    a call whose id some provider that pairs by id cannot take
-   (`adk_pairing.rules.provider_rules.refused_when_paired_by_id`: none, or one that
+   (`adk_pairing.passes.request_scan.refused_when_paired_by_id`: none, or one that
    looks like one of ADK's Anthropic converter's own fallback ids, which the
    converter could also give another call whose id it rewrites) gets
    ``call_pairing_<n>``. Both are numbered in request order,

@@ -20,11 +20,10 @@ from google.genai import types
 from ..adk.builder import NEWEST_BUILDER
 from ..core.placeholders import PlaceholderTexts, placeholder_part
 from ..ledger import READS_BUILT_REQUEST, CallStatus, PairingLedger, TrackedCall
-from ..rules.provider_rules import refused_when_paired_by_id
 from ..rules.request_form import starts_a_model_turn
 from ..wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
 from .request_records import ContentRepair, ContentRule, RepairedContents
-from .request_scan import Segment
+from .request_scan import Segment, refused_when_paired_by_id
 
 __all__ = ["FILLED_ID_PREFIX", "prepare", "repair_segments"]
 

@@ -1,11 +1,13 @@
 """The request pass's detection: which segments of a request already keep its guarantee.
 
 A segment runs from a model content that follows a user one to the next. One
-pass over the parts (`provider_rules.faulty_segments`) finds the segments that
-do not hold: a call not answered in place, a reused id, a mixed part, roles
-that do not alternate. A request with none goes out as it came; otherwise
-`segments_around` lays the request out in segments and only the faulty ones
-are rewritten (`adk_pairing.passes.request_rewrite`).
+pass over the parts (`faulty_segments`) finds the segments that do not hold:
+a call not answered in place, a reused id, a mixed part, roles that do not
+alternate, or, for a model that pairs calls by id, an id a provider refuses
+(`refused_when_paired_by_id`, folded from the provider rules' registry). A
+request with none goes out as it came; otherwise `segments_around` lays the
+request out in segments and only the faulty ones are rewritten
+(`adk_pairing.passes.request_rewrite`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from dataclasses import dataclass
 
 from google.genai import types
 
-from ..rules.provider_rules import faulty_segments
-from ..wire import MODEL_ROLES
+from ..rules.provider_rules import PROVIDER_RULES
+from ..rules.request_form import starts_a_model_turn
+from ..wire import MODEL_ROLES, never_sent_as_a_call
 
-__all__ = ["Segment", "faulty_segments", "scan", "segments_around"]
+__all__ = ["Segment", "faulty_segments", "refused_when_paired_by_id", "scan", "segments_around"]
 
 
 @dataclass(slots=True)
@@ -36,6 +39,129 @@ class Segment:
     #: For a faulty segment, once prepared: its turns, as positions among the
     #: prepared turns (`request_rewrite.prepare`).
     turns: range = range(0)
+
+
+_REFUSES_MISSING_IDS = any(rule.refuses_missing_ids for rule in PROVIDER_RULES.values())
+_REFUSED_ID_PREFIXES = tuple(
+    prefix for rule in PROVIDER_RULES.values() for prefix in rule.refuses_id_prefixes
+)
+
+
+def refused_when_paired_by_id(call_id: str | None) -> bool:
+    """Whether a provider that pairs calls by id cannot take `call_id`.
+
+    Folded once from the registry's `ProviderRule.refuses_missing_ids` and
+    `ProviderRule.refuses_id_prefixes`: the request pass asks it of every call.
+    """
+    if not call_id:
+        return _REFUSES_MISSING_IDS
+    return call_id.startswith(_REFUSED_ID_PREFIXES)
+
+
+def faulty_segments(contents: Sequence[types.Content], fill: bool) -> list[range]:
+    """The segments of `contents` that break the request pass's guarantee; empty when kept.
+
+    A segment runs from a model content that follows a user-side one
+    (`request_form.starts_a_model_turn`) to the next. It holds when the
+    request pass's rules 1 to 4 hold in it: roles alternate; every call of a
+    model content is answered by the leading results of the user-side content
+    right after it, each in its call's position, under its name, by its id
+    (or id-less for an id-less call), and no other result follows; no part is
+    mixed (`wire.is_mixed`); no call id was seen earlier in the request; and,
+    with `fill`, no id is one a provider that pairs by id refuses
+    (`refused_when_paired_by_id`). A segment that holds implies the
+    ``anthropic`` and ``gemini`` rules there.
+
+    The check is positional: in a segment that holds, the ledger's
+    attribution pairs each result with the call in the same position, so
+    nothing there needs attributing. This loop is all a healthy request costs
+    the plugin, so its state lives in locals and it reads each field once
+    (every read of a genai model's field goes through pydantic's attribute
+    hook; benchmarks/RESULTS.md, "Request pass").
+    """
+    faults: list[range] = []
+    seen_ids: set[str] = set()
+    segment_start = 0
+    holds = True
+    # The calls of the model content just read: the next content must answer them.
+    awaiting: list[types.FunctionCall] = []
+    previous_is_model: bool | None = None
+    for index, content in enumerate(contents):
+        parts = content.parts
+        if content.role in MODEL_ROLES:
+            if starts_a_model_turn(True, previous_is_model):
+                if not holds or awaiting:
+                    faults.append(range(segment_start, index))
+                segment_start, holds, awaiting = index, True, []
+            elif previous_is_model:
+                holds = False  # two model contents in a row
+            previous_is_model = True
+            if not parts:
+                holds = False
+                continue
+            if awaiting:  # the model content before left its calls unanswered
+                holds = False
+                awaiting = []
+            for part in parts:
+                call = part.function_call
+                if call is None:
+                    if part.function_response is not None:
+                        holds = False
+                    continue
+                if part.function_response is not None or never_sent_as_a_call(part):
+                    holds = False  # mixed
+                call_id = call.id
+                if call_id:
+                    if call_id in seen_ids:
+                        holds = False
+                    seen_ids.add(call_id)
+                if fill and refused_when_paired_by_id(call_id):
+                    holds = False
+                awaiting.append(call)
+            continue
+        if previous_is_model is False:
+            holds = False  # two user-side contents in a row
+        previous_is_model = False
+        if not parts:
+            holds = False
+        elif holds:
+            # Answered in place: each leading part the result of the call in
+            # its position, then no call and no other result.
+            expected = len(awaiting)
+            answered = 0
+            for part in parts:
+                if part.function_call is not None:
+                    holds = False
+                    break
+                response = part.function_response
+                if answered == expected:
+                    if response is not None:
+                        holds = False
+                        break
+                    continue
+                # A result and no call: mixed only beside what is sent instead.
+                if response is None or never_sent_as_a_call(part):
+                    holds = False
+                    break
+                call = awaiting[answered]
+                answered += 1
+                if (response.name or "") != (call.name or ""):
+                    holds = False
+                    break
+                call_id = call.id
+                if call_id:
+                    if response.id != call_id:
+                        holds = False
+                        break
+                elif response.id:
+                    holds = False
+                    break
+            else:
+                holds = answered == expected
+        awaiting = []
+    if not holds or awaiting:
+        faults.append(range(segment_start, len(contents)))
+    return faults
 
 
 def scan(contents: Sequence[types.Content], fill: bool) -> list[Segment]:

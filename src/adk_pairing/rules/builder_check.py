@@ -39,7 +39,7 @@ through the real converters (`rule_holds`):
 * Anthropic's, with ADK's own Anthropic converter. The ``anthropic`` package
   is an optional extra, and that converter needs it; without it the rule
   reads the contents as `adk_pairing.wire.anthropic_block` says the converter
-  would send them (`provider_rules.request_of_contents`), and
+  would send them (`request_form.request_of_contents`), and
   tests/unit/test_builder_check.py holds that equal to the real converter's
   verdict on seeded histories.
 * Gemini's, on the contents as they are.

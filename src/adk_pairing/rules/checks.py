@@ -13,7 +13,7 @@ violations, empty when the request is accepted.
 * ``anthropic``: converted with ADK's ``AnthropicLlm`` converter, one id
   sanitizer per request as ``AnthropicLlm`` does, after every call and
   result got an id every release's converter keeps
-  (`provider_rules.with_positional_ids`: ADK rewrites ids Anthropic would
+  (`request_form.with_positional_ids`: ADK rewrites ids Anthropic would
   refuse differently on every release, and that difference would decide
   whether a call without an id looks answered). The request is converted
   once more with its own ids, to see the ids the converter itself sends
@@ -127,7 +127,7 @@ def anthropic_request(contents: Iterable[types.Content]) -> WireRequest | str:
     """`contents` as ADK's Anthropic converter sends them, in the rules' normal form.
 
     Or what stopped the converter from building them. Converted with
-    positional ids (`provider_rules.with_positional_ids`); the ids the
+    positional ids (`request_form.with_positional_ids`); the ids the
     converter itself sends are read from a second conversion, only when a
     rule asks for them.
     """

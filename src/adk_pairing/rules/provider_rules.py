@@ -7,7 +7,8 @@ of them (`PROVIDER_RULES`). Everything that asks whether a request keeps a
 provider's rule asks here: `adk_pairing.rules.checks` (on the messages ADK's real
 converters build), the view's check against ADK's builder
 (`adk_pairing.rules.builder_check`), the request pass's detection and id planning
-(`adk_pairing.passes.request_pass`) and the demo (``adk-pairing demo``).
+(`adk_pairing.passes.request_scan`, from the ids the registry says providers refuse)
+and the demo (``adk-pairing demo``).
 
 Pure: it reads ``google.genai`` contents, or the messages ADK's converters
 made of them, and returns violations; it imports no converter and does no
@@ -52,43 +53,23 @@ from typing import Any
 
 from google.genai import types
 
-from ..wire import ANTHROPIC_FALLBACK_PREFIX, MODEL_ROLES, Block, never_sent_as_a_call
+from ..wire import ANTHROPIC_FALLBACK_PREFIX, Block
 from .request_form import (
-    PositionalIds,
-    Turn,
-    WireBlock,
     WireRequest,
-    call_ids_as_sent,
     field_of,
-    request_of_anthropic_messages,
-    request_of_contents,
-    starts_a_model_turn,
-    with_positional_ids,
 )
 
 __all__ = [
     "PROVIDER_RULES",
-    "PositionalIds",
     "ProviderRule",
     "Reading",
-    "Turn",
-    "WireBlock",
-    "WireRequest",
     "anthropic",
     "anthropic_pairing",
-    "call_ids_as_sent",
-    "faulty_segments",
-    "field_of",
     "gemini",
     "ids_merged_on_the_wire",
     "openai_chat",
-    "refused_when_paired_by_id",
-    "request_of_anthropic_messages",
-    "request_of_contents",
-    "starts_a_model_turn",
     "strict_alternation",
     "unique_tool_use_ids",
-    "with_positional_ids",
 ]
 
 #: The roles of LiteLlm's tool messages.
@@ -343,115 +324,6 @@ def _match_in_call_order(
     return matched, unmatched, left
 
 
-# -- the request pass's per-turn and per-id tests --------------------------------
-
-
-def faulty_segments(contents: Sequence[types.Content], fill: bool) -> list[range]:
-    """The segments of `contents` that break the request pass's guarantee; empty when kept.
-
-    A segment runs from a model content that follows a user-side one
-    (`request_form.starts_a_model_turn`) to the next. It holds when the
-    request pass's rules 1 to 4 hold in it: roles alternate; every call of a
-    model content is answered by the leading results of the user-side content
-    right after it, each in its call's position, under its name, by its id
-    (or id-less for an id-less call), and no other result follows; no part is
-    mixed (`wire.is_mixed`); no call id was seen earlier in the request; and,
-    with `fill`, no id is one a provider that pairs by id refuses
-    (`refused_when_paired_by_id`). A segment that holds implies the
-    ``anthropic`` and ``gemini`` rules there.
-
-    The check is positional: in a segment that holds, the ledger's
-    attribution pairs each result with the call in the same position, so
-    nothing there needs attributing. This loop is all a healthy request costs
-    the plugin, so its state lives in locals and it reads each field once
-    (every read of a genai model's field goes through pydantic's attribute
-    hook; benchmarks/RESULTS.md, "Request pass").
-    """
-    faults: list[range] = []
-    seen_ids: set[str] = set()
-    segment_start = 0
-    holds = True
-    # The calls of the model content just read: the next content must answer them.
-    awaiting: list[types.FunctionCall] = []
-    previous_is_model: bool | None = None
-    for index, content in enumerate(contents):
-        parts = content.parts
-        if content.role in MODEL_ROLES:
-            if starts_a_model_turn(True, previous_is_model):
-                if not holds or awaiting:
-                    faults.append(range(segment_start, index))
-                segment_start, holds, awaiting = index, True, []
-            elif previous_is_model:
-                holds = False  # two model contents in a row
-            previous_is_model = True
-            if not parts:
-                holds = False
-                continue
-            if awaiting:  # the model content before left its calls unanswered
-                holds = False
-                awaiting = []
-            for part in parts:
-                call = part.function_call
-                if call is None:
-                    if part.function_response is not None:
-                        holds = False
-                    continue
-                if part.function_response is not None or never_sent_as_a_call(part):
-                    holds = False  # mixed
-                call_id = call.id
-                if call_id:
-                    if call_id in seen_ids:
-                        holds = False
-                    seen_ids.add(call_id)
-                if fill and refused_when_paired_by_id(call_id):
-                    holds = False
-                awaiting.append(call)
-            continue
-        if previous_is_model is False:
-            holds = False  # two user-side contents in a row
-        previous_is_model = False
-        if not parts:
-            holds = False
-        elif holds:
-            # Answered in place: each leading part the result of the call in
-            # its position, then no call and no other result.
-            expected = len(awaiting)
-            answered = 0
-            for part in parts:
-                if part.function_call is not None:
-                    holds = False
-                    break
-                response = part.function_response
-                if answered == expected:
-                    if response is not None:
-                        holds = False
-                        break
-                    continue
-                # A result and no call: mixed only beside what is sent instead.
-                if response is None or never_sent_as_a_call(part):
-                    holds = False
-                    break
-                call = awaiting[answered]
-                answered += 1
-                if (response.name or "") != (call.name or ""):
-                    holds = False
-                    break
-                call_id = call.id
-                if call_id:
-                    if response.id != call_id:
-                        holds = False
-                        break
-                elif response.id:
-                    holds = False
-                    break
-            else:
-                holds = answered == expected
-        awaiting = []
-    if not holds or awaiting:
-        faults.append(range(segment_start, len(contents)))
-    return faults
-
-
 # -- the registry ----------------------------------------------------------------
 
 
@@ -470,7 +342,7 @@ class ProviderRule:
     #: When the model pairs calls by id (`wire.pairs_calls_by_id`): whether the
     #: provider cannot take a call without an id, and the starts of ids it cannot
     #: keep apart from ids of its own. The request pass gives such calls ids of
-    #: their own (`refused_when_paired_by_id`).
+    #: their own (`adk_pairing.passes.request_scan.refused_when_paired_by_id`).
     refuses_missing_ids: bool = False
     refuses_id_prefixes: tuple[str, ...] = ()
     #: Whether the view's check holds a view to it (`adk_pairing.rules.builder_check`).
@@ -514,18 +386,3 @@ PROVIDER_RULES: Mapping[str, ProviderRule] = {
         ),
     )
 }
-
-_REFUSES_MISSING_IDS = any(rule.refuses_missing_ids for rule in PROVIDER_RULES.values())
-_REFUSED_ID_PREFIXES = tuple(
-    prefix for rule in PROVIDER_RULES.values() for prefix in rule.refuses_id_prefixes
-)
-
-
-def refused_when_paired_by_id(call_id: str | None) -> bool:
-    """Whether a provider that pairs calls by id cannot take `call_id` (`ProviderRule`).
-
-    Folded from the registry once: the request pass asks it of every call.
-    """
-    if not call_id:
-        return _REFUSES_MISSING_IDS
-    return call_id.startswith(_REFUSED_ID_PREFIXES)
