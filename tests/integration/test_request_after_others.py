@@ -31,6 +31,7 @@ import pytest
 
 from adk_pairing.core.placeholders import CUT_NOTE_TEXT
 from adk_pairing.shells import agent_pass
+from adk_pairing.shells.once import OncePerKey
 
 from .conftest import backend_params
 from .support.backends import Backend
@@ -78,7 +79,7 @@ async def test_the_final_pass_is_placed_once_last_and_said_once(
     backend: Backend, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Said once per process: forget what earlier tests had said.
-    monkeypatch.setattr(agent_pass, "_logged_once", type(agent_pass._logged_once)())
+    monkeypatch.setattr(agent_pass, "logged_once", OncePerKey())
     caplog.set_level(logging.INFO, logger="adk_pairing")
     run = await run_case(
         backend,

@@ -11,7 +11,7 @@ text. The figures are printed, never asserted.
 
 Asserted instead, in this process with small limits so they are reached:
 the analysis cache never holds more than its size, and the memory of
-missing calls already logged (``_OncePerCall``) never more than its limit,
+missing calls already logged (``OncePerKey``) never more than its limit,
 while every session still gets served and logged.
 """
 
@@ -32,6 +32,7 @@ from google.genai import types
 
 from adk_pairing import PairingSessionService
 from adk_pairing.shells import service as service_module
+from adk_pairing.shells.once import OncePerKey
 from tests.unit.events import call, model_event, response, response_event, user_text
 
 SESSIONS = int(os.environ.get("RELIABILITY_MEMORY_SESSIONS", "2000"))
@@ -88,7 +89,7 @@ def _measure(wrapped: bool, sessions: int, pipe: Connection) -> None:
         figures = {"growth": _rss_bytes() - before}
         if wrapped:
             figures["cache_entries"] = len(service._analysis_cache)
-            figures["logged_calls"] = len(service_module._logged_once._seen)
+            figures["logged_calls"] = len(service_module.logged_once)
         return figures
 
     pipe.send(asyncio.run(run()))
@@ -139,17 +140,17 @@ async def test_analysis_cache_and_logged_call_memory_stay_within_their_bounds(
     figures: Callable[[str], None],
 ) -> None:
     cache_size, log_limit, sessions = 64, 50, 400
-    once = service_module._OncePerCall(limit=log_limit)
-    monkeypatch.setattr(service_module, "_logged_once", once)
+    once = OncePerKey(limit=log_limit)
+    monkeypatch.setattr(service_module, "logged_once", once)
     service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
     with caplog.at_level(logging.WARNING, logger="adk_pairing"):
         await serve(service, 0, sessions)
     warned = [r for r in caplog.records if "has no recorded result" in r.getMessage()]
     figures(
         f"{sessions} sessions, cache size {cache_size}, log memory limit {log_limit}: "
-        f"cache entries {len(service._analysis_cache)}, remembered calls {len(once._seen)}, "
+        f"cache entries {len(service._analysis_cache)}, remembered calls {len(once)}, "
         f"missing-call warnings {len(warned)}"
     )
     assert len(service._analysis_cache) == cache_size
-    assert len(once._seen) == log_limit
+    assert len(once) == log_limit
     assert len(warned) == sessions // 4, "each missing call is logged once"

@@ -19,6 +19,7 @@ from adk_pairing import pair_request
 from adk_pairing.core.placeholders import PlaceholderTexts
 from adk_pairing.shells import agent_pass
 from adk_pairing.shells.agent_pass import final_request_pass, place_final_pass
+from adk_pairing.shells.once import OncePerKey
 
 
 class Agent:
@@ -50,7 +51,7 @@ PLACED = "placed adk_pairing.shells.agent_pass.final_request_pass"
 
 @pytest.fixture(autouse=True)
 def fresh_log_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent_pass, "_logged_once", type(agent_pass._logged_once)())
+    monkeypatch.setattr(agent_pass, "logged_once", OncePerKey())
 
 
 @pytest.mark.parametrize(

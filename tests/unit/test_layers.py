@@ -138,6 +138,8 @@ LAYER_OF = {
     "shells.factory": SHELLS,
     "shells.masking": SHELLS,
     "shells.metrics": SHELLS,
+    # What the shells log once per process.
+    "shells.once": SHELLS,
     "shells.plugin": SHELLS,
     "shells.service": SHELLS,
     # The decorator's calls of a SQLite store, shielded from cancellation.
@@ -297,6 +299,70 @@ def test_the_core_and_the_view_never_await() -> None:
             if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith))
         ]
         assert not awaiting, f"{name}: {awaiting}"
+
+
+def _private_names_taken(source: str, name: str, is_package: bool, modules: set[str]) -> list[str]:
+    """Private names of other modules of ours that module `name` imports or reads.
+
+    ``from .service import _x`` and ``service._x`` both count; a private module
+    (``from . import _scan``) does not: it is a module of its package, not a name.
+    """
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    taken: list[str] = []
+    imported_modules: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module.split(".") if node.module else []
+        if node.level:
+            base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+            target = ".".join([*base, *module]).strip(".")
+        elif module and module[0] == PACKAGE.name:
+            target = ".".join(module[1:])
+        else:
+            continue
+        for alias in node.names:
+            if f"{target}.{alias.name}".strip(".") in modules:
+                imported_modules.add(alias.asname or alias.name)
+            elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                taken.append(f"{name}: {alias.name} from {target or '__init__'}")
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in imported_modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            taken.append(f"{name}: {node.value.id}.{node.attr}")
+    return taken
+
+
+def test_no_module_takes_another_modules_private_name() -> None:
+    """A name with a leading underscore is its module's own: what another module
+    needs has a public name, in the lowest layer that all its users can import.
+    """
+    modules = set(_modules())
+    taken = [
+        private
+        for name, path in _modules().items()
+        for private in _private_names_taken(
+            path.read_text(), name, path.name == "__init__.py", modules
+        )
+    ]
+    assert not taken, taken
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "from .service import PairingSessionService, _logged_once",
+        "from adk_pairing.shells.service import _shape_name",
+        "from . import service\nservice._logged_once.first_time(())",
+    ],
+)
+def test_a_private_name_taken_from_another_module_is_caught(spelling: str) -> None:
+    assert _private_names_taken(spelling, "shells.plugin", False, set(_modules()))
 
 
 def test_the_wire_rules_import_nothing_of_ours() -> None:

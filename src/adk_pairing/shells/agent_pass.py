@@ -50,7 +50,7 @@ from ..core.placeholders import PlaceholderTexts
 from ..ledger import held_open_call_ids
 from ..passes.request_pass import repair_contents
 from .metrics import record_request_repairs
-from .service import _logged_once
+from .once import logged_once
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
@@ -128,7 +128,7 @@ def _place_final_pass(agent: object) -> bool:
         except Exception:  # an agent whose chain cannot be set is one we cannot follow
             placed = False
         if placed:
-            if _logged_once.first_time(("final_pass_placed", name, type(agent).__name__)):
+            if logged_once.first_time(("final_pass_placed", name, type(agent).__name__)):
                 logger.info(
                     "adk_pairing: placed adk_pairing.shells.agent_pass.final_request_pass last in "
                     "agent %r's before_model_callback chain, after its %d own callback(s), so "
@@ -141,7 +141,7 @@ def _place_final_pass(agent: object) -> bool:
                     len(own),
                 )
             return True
-    if _logged_once.first_time(("final_pass_unplaced", name, type(agent).__name__)):
+    if logged_once.first_time(("final_pass_unplaced", name, type(agent).__name__)):
         logger.warning(
             "adk_pairing: agent %r (%s) has no before_model_callback list PairingPlugin can end: "
             "a plugin listed after PairingPlugin that edits the request is not followed. "
@@ -243,7 +243,7 @@ def apply_after_the_plugin(callback_context: object, llm_request: LlmRequest) ->
         record_request_repairs(rule, app, count)
     notable = result.notable
     key = (*(str(getattr(session, f, "?")) for f in ("app_name", "user_id", "id")), "after")
-    if notable and _logged_once.first_time(key):
+    if notable and logged_once.first_time(key):
         logger.warning(
             "adk_pairing: the model request of session %s was changed after PairingPlugin ran "
             "(a plugin listed after it, or the agent's before_model_callback); repaired it "

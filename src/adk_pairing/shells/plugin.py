@@ -96,7 +96,8 @@ from .agent_pass import (
 )
 from .errors import require_pairing_options, require_type
 from .metrics import record_request_repairs
-from .service import PairingSessionService, _logged_once
+from .once import logged_once
+from .service import PairingSessionService
 
 __all__ = ["PairingPlugin", "pair_request", "pairs_calls_by_id"]
 
@@ -288,7 +289,7 @@ class PairingPlugin(BasePlugin):
             )
         except Exception as error:  # releases up to 2.10 refuse some malformed placements
             self._nothing_to_restore.put(marks, None)
-            if _logged_once.first_time((*key, "builder_refused")):
+            if logged_once.first_time((*key, "builder_refused")):
                 logger.warning(
                     "adk_pairing: ADK's request builder refused the history of session %s "
                     "with its unanswered calls answered (%s); the request goes out as ADK "
@@ -313,7 +314,7 @@ class PairingPlugin(BasePlugin):
         if placed.outcome is Placement.RESTORED:
             return placed.contents
         if placed.outcome is Placement.LEFT_OUT:
-            if _logged_once.first_time((*key, "left_out")):
+            if logged_once.first_time((*key, "left_out")):
                 logger.info(
                     "adk_pairing: the model request of session %s starts after the turn of "
                     "calls the history holds unanswered (a window, such as ContextFilterPlugin, "
@@ -321,7 +322,7 @@ class PairingPlugin(BasePlugin):
                     session_label(session),
                 )
             return None
-        if _logged_once.first_time((*key, "not_restored")):
+        if logged_once.first_time((*key, "not_restored")):
             logger.warning(
                 "adk_pairing: the model request of session %s was changed before PairingPlugin "
                 "ran (another plugin, or a request processor that rewrites contents) where "

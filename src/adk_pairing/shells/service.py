@@ -68,7 +68,6 @@ from ..adk import (
 )
 from ..adk.internals import store_uri
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
-from ..core.lru import Lru
 from ..core.ownership import (
     is_owned_by,
     not_found,
@@ -91,6 +90,7 @@ from .errors import (
 from .factory import URI_ARGUMENT, create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
+from .once import logged_once
 from .shielding import ShieldedCalls
 from .uris import PAIRING_PREFIX, is_pairing_uri
 
@@ -99,23 +99,6 @@ __all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
 logger = logging.getLogger("adk_pairing")
 
 _T = TypeVar("_T")
-
-
-class _OncePerCall:
-    """Remembers which missing calls were already logged, within a memory bound."""
-
-    def __init__(self, limit: int = 100_000) -> None:
-        self._seen: Lru[tuple[str, ...], None] = Lru(limit)
-
-    def first_time(self, key: tuple[str, ...]) -> bool:
-        if key in self._seen:
-            return False
-        self._seen.put(key, None)
-        return True
-
-
-#: Missing calls (and sessions served as stored) already logged in this process.
-_logged_once = _OncePerCall()
 
 
 class PairingSessionService(BaseSessionService):
@@ -423,7 +406,7 @@ def _log_missing(stored: Session, answered: list[TrackedCall]) -> None:
             continue
         call_event = stored.events[call.event_index]
         key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
-        if _logged_once.first_time(key):
+        if logged_once.first_time(key):
             logger.warning(
                 "Unanswered function call %s (%s) has no recorded result; the view "
                 "answers it with a placeholder. %s",
@@ -461,7 +444,7 @@ def _fallback_advice() -> str:
 
 
 def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> None:
-    if not _logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
+    if not logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
         return
     logger.warning(
         "Session %s has unanswered function calls in a history whose placeholders would "
