@@ -18,7 +18,9 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from hypothesis import HealthCheck, example, given, settings
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
+from adk_pairing.core.repair import Fallback
 from adk_pairing.shells import service as service_module
+from adk_pairing.wire import IrregularShape
 
 from .events import call, model_event, response, response_event, user_text
 from .test_properties import PlannedCall, PlannedTurn, build_history, turn_lists
@@ -245,3 +247,27 @@ def test_constructor_errors_name_the_fix() -> None:
         PairingSessionService(PairingSessionService(InMemorySessionService()))
     with pytest.raises(TypeError, match="only accepted together with uri="):
         PairingSessionService(InMemorySessionService(), pool_size=3)
+
+
+def test_every_irregular_shape_has_one_place_in_the_label_priority() -> None:
+    """A new `IrregularShape` fails here until someone decides where its label ranks."""
+    priority = service_module.SHAPE_LABEL_PRIORITY
+    assert len(set(priority)) == len(priority)
+    assert set(priority) == set(IrregularShape)
+
+
+def test_the_label_of_several_shapes_follows_the_priority_not_the_enum_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shapes = {IrregularShape.ANSWER_FROM_ANOTHER_AGENT, IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT}
+    label = service_module._shape_name
+    assert label(Fallback.UNPROVEN, shapes) == "call_id_twice_in_one_event"
+    reversed_rank = {shape: -rank for shape, rank in service_module._SHAPE_RANK.items()}
+    monkeypatch.setattr(service_module, "_SHAPE_RANK", reversed_rank)
+    assert label(Fallback.UNPROVEN, shapes) == "answer_from_another_agent"
+    # One shape not ranked comes last, and the label never hangs on a set's order.
+    del reversed_rank[IrregularShape.ANSWER_FROM_ANOTHER_AGENT]
+    assert label(Fallback.UNPROVEN, shapes) == "call_id_twice_in_one_event"
+    # Only an unproven view is named by its shape.
+    assert label(Fallback.ANSWERS_OUT_OF_ORDER, shapes) == "answers_out_of_order"
+    assert label(Fallback.UNPROVEN, set()) == "unproven"

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from typing import Any, TypeVar
 
 from google.adk.events.event import Event
@@ -369,7 +370,7 @@ class PairingSessionService(BaseSessionService):
             if log_missing:
                 metrics = live_metrics()
                 if repaired.fallback is not None:
-                    shape = _shape_name(repaired.fallback, ledger)
+                    shape = _shape_name(repaired.fallback, ledger.shapes)
                     _log_unproven(stored, shape, repaired)
                     if metrics:
                         metrics.count_fallback(stored.app_name, "unproven", shape)
@@ -416,10 +417,39 @@ def _log_missing(stored: Session, answered: list[TrackedCall]) -> None:
             )
 
 
-def _shape_name(fallback: Fallback, ledger: PairingLedger) -> str:
-    """The shape a view served as stored has: one name, so metric labels stay few."""
-    if fallback is Fallback.UNPROVEN and ledger.shapes:
-        return min(ledger.shapes, key=list(IrregularShape).index).value
+#: Which shape names a view served as stored when its history has several: the
+#: first of them here, so a metric's ``shape`` label and the log say one name.
+#: Written out rather than read from `IrregularShape`'s order, so reordering or
+#: extending the enum cannot move a label silently; tests/unit/test_service_shell.py
+#: fails until a new shape has its place.
+SHAPE_LABEL_PRIORITY: tuple[IrregularShape, ...] = (
+    IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT,
+    IrregularShape.CALL_ID_REUSED_WHILE_OPEN,
+    IrregularShape.CALL_ID_LIKE_A_FALLBACK,
+    IrregularShape.NOT_SENT_AS_A_CALL,
+    IrregularShape.IDLESS_CALLS_IN_ONE_EVENT,
+    IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR,
+    IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT,
+    IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT,
+    IrregularShape.CALL_BESIDE_AN_ADK_REQUEST,
+    IrregularShape.ANSWER_FROM_ANOTHER_AGENT,
+    IrregularShape.RESULT_BEFORE_ITS_CALL,
+    IrregularShape.RESULT_UNDER_ANOTHER_NAME,
+    IrregularShape.RESULT_AFTER_ANOTHER_BRANCHS_CALLS,
+    IrregularShape.CALL_ID_ANSWERED_OUT_OF_SIGHT,
+)
+_SHAPE_RANK = {shape: rank for rank, shape in enumerate(SHAPE_LABEL_PRIORITY)}
+
+
+def _shape_name(fallback: Fallback, shapes: Collection[IrregularShape]) -> str:
+    """The one name a view served as stored has: its first shape by `SHAPE_LABEL_PRIORITY`.
+
+    A shape missing from the priority comes after the listed ones, by name, so a
+    label never depends on a set's order.
+    """
+    if fallback is Fallback.UNPROVEN and shapes:
+        unranked = len(_SHAPE_RANK)
+        return min(shapes, key=lambda shape: (_SHAPE_RANK.get(shape, unranked), shape.value)).value
     return fallback.value
 
 
