@@ -1,4 +1,4 @@
-"""The pure core's classification of calls: answered, pending, missing."""
+"""The ledger's classification of calls: answered, pending, missing."""
 
 from __future__ import annotations
 

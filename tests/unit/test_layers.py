@@ -1,20 +1,26 @@
-"""The layers the file list promises: calls go down only, and the core never awaits.
+"""The layers the file list promises: imports go down only, and nothing below the shells awaits.
 
-Shells (the decorator, the plugin, the factory, the CLI) call passes (the
-view, the request pass), passes call the core (the ledger, the repair, the
-placeholders, the checks against ADK's builder), the core calls the wire rules,
-and each returns: nothing below calls back up. Asserted twice: on the imports
-of every module of the package, and on the frames of a real append through
-the decorator (`test_an_append_calls_only_downward_through_the_layers`). Each wire rule is
-defined in ``wire.py`` alone, and each provider rule's function in
-``provider_rules.py`` alone: it and the normal form it reads (``request_form.py``)
-are the only modules that read the providers' messages.
+From the bottom: ``wire.py`` (each rule about the wire, once), ``adk/`` (what
+the installed ADK does, by feature), ``rules/`` and ``ledger/`` (the providers'
+rules and who answers whom: pure, side by side), ``core/`` (placeholders,
+repair, what is remembered, ownership), ``passes/`` (the view, the request
+pass, the restore), ``shells/`` (the decorator, the plugin, the factory) and
+``cli/``. A module imports from its own layer and those below, never above;
+its layer is its folder's (`LAYERS`). Asserted on the imports of every module
+of the package, and on the frames of a real append through the decorator
+(tests/unit/test_layers_at_runtime.py). docs/development.md's map names the
+layers in this order and every module of the file list.
+
+Each wire rule is defined in ``wire.py`` alone, and each provider rule's
+function in ``provider_rules.py`` alone: it and the normal form it reads
+(``request_form.py``) are the only modules that read the providers' messages.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,39 +32,29 @@ import adk_pairing
 pytestmark = pytest.mark.version_independent
 
 PACKAGE = Path(adk_pairing.__file__).parent
-#: Modules that hold rules and never do I/O: no ``async def``, no ``await``.
-PURE = (
-    "ledger/__init__.py",
-    "ledger/calls.py",
-    "ledger/child_runs.py",
-    "ledger/history.py",
-    "ledger/older_builders.py",
-    "ledger/open_calls.py",
-    "ledger/pairing.py",
-    "ledger/placement.py",
-    "ledger/rewinds.py",
-    "ledger/reads.py",
-    "core/analysis_cache.py",
-    "core/lru.py",
-    "adk/builder.py",
-    "adk/events.py",
-    "adk/internals.py",
-    "adk/_modules.py",
-    "adk/models.py",
-    "passes/request_pass.py",
-    "passes/request_records.py",
-    "passes/request_rewrite.py",
-    "passes/request_scan.py",
-    "passes/restore_pass.py",
-    "core/ownership.py",
-    "rules/builder_check.py",
-    "core/placeholders.py",
-    "rules/provider_rules.py",
-    "rules/request_form.py",
-    "core/repair.py",
-    "passes/view.py",
-    "wire.py",
-)
+DEVELOPMENT_MD = Path(__file__).parents[2] / "docs" / "development.md"
+
+#: The layers, lowest first. A module imports from its own layer and those below.
+WIRE, ADK, RULES_LEDGER, CORE, PASSES, SHELLS, CLI = range(7)
+LAYER_NAMES = ("wire", "adk", "rules / ledger", "core", "passes", "shells", "cli")
+#: Each layer's folders (``wire`` is one module). A module's layer is its folder's.
+LAYERS = {
+    "wire": WIRE,
+    "adk": ADK,
+    "rules": RULES_LEDGER,
+    "ledger": RULES_LEDGER,
+    "core": CORE,
+    "passes": PASSES,
+    "shells": SHELLS,
+    "cli": CLI,
+}
+#: The modules outside the folders: the package's front (``__init__``, which
+#: exports the shells' names) and ``python -m adk_pairing`` (the command line).
+OUTSIDE_THE_FOLDERS = {"": SHELLS, "__main__": CLI}
+#: Below the shells nothing awaits (no ``async def``, no ``await``) but the
+#: store probes: closing a service is awaiting it.
+AWAITS_BELOW_THE_SHELLS = frozenset({"adk.stores"})
+
 
 #: The wire rules (`adk_pairing.wire`): defined there, imported everywhere else.
 WIRE_RULES = frozenset(
@@ -81,84 +77,10 @@ WIRE_RULES = frozenset(
 )
 
 
-#: The layers, lowest first. A module imports from its own layer and those below.
-WIRE, CORE, PASSES, SHELLS = range(4)
-LAYER_NAMES = ("wire", "core", "passes", "shells")
-#: Each module's layer; every module of the package must be placed here (the CLI
-#: package, ``cli`` and ``cli.*``, is a shell as a whole).
-LAYER_OF = {
-    "wire": WIRE,
-    # The ledger's parts (`adk_pairing.ledger`).
-    "ledger": CORE,
-    "ledger.calls": CORE,
-    "ledger.child_runs": CORE,
-    "ledger.history": CORE,
-    "ledger.older_builders": CORE,
-    "ledger.open_calls": CORE,
-    "ledger.pairing": CORE,
-    "ledger.placement": CORE,
-    "ledger.rewinds": CORE,
-    "core.analysis_cache": CORE,
-    "core.lru": CORE,
-    "ledger.reads": CORE,
-    "core.ownership": CORE,
-    "core.placeholders": CORE,
-    # The providers' rules, each once, and their registry.
-    "rules.provider_rules": CORE,
-    # The one normal form of a request the provider rules read.
-    "rules.request_form": CORE,
-    "core.repair": CORE,
-    # The checks: the repair asks ADK's own builder whether a view is never worse.
-    "rules.builder_check": CORE,
-    "rules.checks": CORE,
-    # What the installed ADK does, detected by feature: read by the core and the shells.
-    "adk": CORE,
-    "adk._modules": CORE,
-    "adk.builder": CORE,
-    "adk.events": CORE,
-    "adk.internals": CORE,
-    "adk.models": CORE,
-    "adk.stores": CORE,
-    "passes.request_pass": PASSES,
-    # The request pass in parts: what it reports, its detection, its rewrite.
-    "passes.request_records": PASSES,
-    "passes.request_rewrite": PASSES,
-    "passes.request_scan": PASSES,
-    # The plugin's restore of dropped calls: the view's placement, then the request pass.
-    "passes.restore_pass": PASSES,
-    "passes.view": PASSES,
-    "": SHELLS,
-    "__main__": SHELLS,
-    "shells.adk_services": SHELLS,
-    "shells.agent_pass": SHELLS,
-    "shells.config": SHELLS,
-    # The error types and the one-line messages the library and the CLI share.
-    "shells.errors": SHELLS,
-    "shells.extras": SHELLS,
-    "shells.factory": SHELLS,
-    "shells.masking": SHELLS,
-    "shells.metrics": SHELLS,
-    # What the shells log once per process.
-    "shells.once": SHELLS,
-    "shells.plugin": SHELLS,
-    "shells.service": SHELLS,
-    # The decorator's calls of a SQLite store, shielded from cancellation.
-    "shells.shielding": SHELLS,
-    # Which ADK service wrote a store's tables (the library and the CLI refuse the other).
-    "shells.store_layouts": SHELLS,
-    "shells.uris": SHELLS,
-    # The layers' packages.
-    "rules": CORE,
-    "core": CORE,
-    "passes": PASSES,
-    "shells": SHELLS,
-}
-
-
 def _layer(module: str) -> int:
-    if module == "cli" or module.startswith("cli."):
-        return SHELLS
-    return LAYER_OF[module]
+    if module in OUTSIDE_THE_FOLDERS:
+        return OUTSIDE_THE_FOLDERS[module]
+    return LAYERS[module.split(".")[0]]
 
 
 def _module_name(path: Path) -> str:
@@ -241,9 +163,15 @@ def test_no_module_of_the_package_imports_in_a_circle() -> None:
 
 
 def test_every_module_has_a_layer() -> None:
-    unplaced = [name for name in _modules() if name != "cli" and not name.startswith("cli.")]
-    assert not [name for name in unplaced if name not in LAYER_OF], "add it to LAYER_OF"
-    assert not [name for name in LAYER_OF if name not in _modules()], "a module is gone"
+    """A module outside the layers' folders (a flat ``adk_pairing/view.py``, say) has none."""
+    unplaced = [
+        name
+        for name in _modules()
+        if name not in OUTSIDE_THE_FOLDERS and name.split(".")[0] not in LAYERS
+    ]
+    assert not unplaced, "put it in its layer's folder"
+    assert all((PACKAGE / folder).is_dir() for folder in LAYERS if folder != "wire")
+    assert (PACKAGE / "wire.py").is_file()
 
 
 def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -257,27 +185,38 @@ def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_each_module_imports_only_its_own_layer_and_those_below() -> None:
-    """Shells import passes, core and wire; passes the core and wire; the core the wire."""
+    """wire <- adk <- rules / ledger <- core <- passes <- shells <- cli, and never back."""
     assert not _upward_imports(_graph())
 
 
 @pytest.mark.parametrize(
-    "spelling",
+    ("module", "spelling"),
     [
-        "from ..passes.view import PairedSession",
-        "from ..shells import service",
-        "from ..cli._scan import scan",
-        "from adk_pairing.shells.plugin import PairingPlugin",
-        "from adk_pairing.passes import request_pass",
-        "import adk_pairing.passes.view",
+        ("wire", "from .adk import builder_traits"),
+        ("adk.builder", "from ..ledger import PairingLedger"),
+        ("adk.models", "from ..rules.provider_rules import PROVIDER_RULES"),
+        ("ledger.pairing", "from ..core.placeholders import placeholder_part"),
+        ("rules.builder_check", "from ..core.repair import repair_history"),
+        ("core.repair", "from ..passes.view import PairedSession"),
+        ("core.repair", "from adk_pairing.passes import request_pass"),
+        ("core.repair", "import adk_pairing.passes.view"),
+        ("passes.view", "from ..shells import service"),
+        ("passes.request_pass", "from adk_pairing.shells.plugin import PairingPlugin"),
+        ("shells.service", "from ..cli._scan import scan"),
     ],
 )
-def test_an_upward_import_in_the_core_is_caught(spelling: str) -> None:
-    """Every spelling of an import is read, inside a function too."""
+def test_an_import_one_layer_up_is_caught(module: str, spelling: str) -> None:
+    """Each step of the order, and every spelling of an import, inside a function too."""
     modules = _modules()
     graph = _graph()
-    graph["core.repair"] = _imported(f"def f():\n    {spelling}\n", "core.repair", False, modules)
+    graph[module] = _imported(f"def f():\n    {spelling}\n", module, False, modules)
     assert _upward_imports(graph)
+
+
+def test_rules_and_ledger_are_one_layer_and_core_is_the_core_folder_alone() -> None:
+    assert _layer("rules.provider_rules") == _layer("ledger.pairing") == RULES_LEDGER
+    in_core = sorted(name for name in _modules() if _layer(name) == CORE)
+    assert in_core == sorted(name for name in _modules() if name.split(".")[0] == "core")
 
 
 def test_the_factory_does_not_import_the_decorator() -> None:
@@ -290,15 +229,48 @@ def test_secret_masking_and_the_uri_grammar_are_leaves() -> None:
     assert graph["shells.masking"] == {"shells.uris"}
 
 
-def test_the_core_and_the_view_never_await() -> None:
-    for name in PURE:
-        tree = ast.parse((PACKAGE / name).read_text())
-        awaiting = [
-            type(node).__name__
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith))
-        ]
-        assert not awaiting, f"{name}: {awaiting}"
+def _awaits(path: Path) -> list[str]:
+    return [
+        type(node).__name__
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith))
+    ]
+
+
+def test_nothing_below_the_shells_awaits() -> None:
+    """The wire, the probes, the rules, the ledger, the core and the passes are pure:
+    the shells do the I/O and hand them what the store returned.
+    """
+    below = {name: path for name, path in _modules().items() if _layer(name) < SHELLS}
+    assert set(below) >= AWAITS_BELOW_THE_SHELLS
+    awaiting = {name: found for name, path in below.items() if (found := _awaits(path))}
+    assert set(awaiting) == AWAITS_BELOW_THE_SHELLS, awaiting
+
+
+def _map_of_the_layers() -> str:
+    """docs/development.md's section on the layers, up to the next section."""
+    text = DEVELOPMENT_MD.read_text()
+    start = text.index("## The package's layers")
+    end = text.find("\n### ", start)
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_the_development_map_names_the_layers_in_order_and_every_module() -> None:
+    """Its bullets are the layers, lowest first, and each module is named by its path."""
+    section = _map_of_the_layers()
+    bullets = re.findall(r"^- \*\*([^*]+)\*\*", section, re.MULTILINE)
+    assert tuple(bullets) == LAYER_NAMES
+    folders = "|".join(folder for folder in LAYERS if folder != "wire")
+    pattern = rf"`((?:{folders})/(?:[a-z_]+/)*[a-z_]+\.py|wire\.py)`"
+    # A package's __init__ is its folder's front: the map names the folder.
+    named = {name for name in re.findall(pattern, section) if not name.endswith("__init__.py")}
+    files = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    }
+    assert sorted(files - named) == [], "name it in docs/development.md's map"
+    assert sorted(named - files) == [], "the map names a file that is gone"
 
 
 def _private_names_taken(source: str, name: str, is_package: bool, modules: set[str]) -> list[str]:

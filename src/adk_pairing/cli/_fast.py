@@ -4,7 +4,7 @@ Rebuilding a stored event with ADK's ``Event`` model validates every field of
 every part; the analysis (`adk_pairing.ledger`) reads a handful, declared
 once in `adk_pairing.ledger.reads`. `light_event` builds objects with exactly
 those attributes (their slots are the declaration) from an event's
-JSON document, and the core's own `analyze` and `is_rewind` run on them
+JSON document, and the ledger's own `analyze` and `is_rewind` run on them
 unchanged (objects built with pydantic's ``model_construct`` cost more than
 validating: ``benchmarks/RESULTS.md``).
 
@@ -201,7 +201,7 @@ def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
 def needs_confirmation(events: Sequence[LightEvent]) -> bool:
     """Whether a session read by the fast path must be read again in full.
 
-    True when the core's analysis finds a call unanswered, or a rewind is
+    True when the ledger's analysis finds a call unanswered, or a rewind is
     present (the fast path skips the rows that would say where its annulled
     stretch starts).
     """

@@ -1,1 +1,1 @@
-"""The core beside the ledger: placeholders, the repair of a history, what is remembered, owners."""
+"""The core, above the ledger and the rules: placeholders, repair, what is remembered, owners."""

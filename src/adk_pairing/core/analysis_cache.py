@@ -3,8 +3,9 @@
 ADK's stores only ever append to a session's history. So when a session is
 read again, the history is the one analysed last time plus new events, and
 only those need walking: the decorator's cost per read stops growing with the
-history. This module holds that memory. Like the core it never awaits and
-never touches a store; the decorator asks it for a ledger on every full read.
+history. This module holds that memory. Like every layer below the shells, it
+never awaits and never touches a store; the decorator asks it for a ledger on
+every full read.
 """
 
 from __future__ import annotations
