@@ -52,10 +52,10 @@ from workloads import (
     unanswered_call_count,
 )
 
+from adk_pairing import PairedSession, PairingSessionService
 from adk_pairing.core.placeholders import is_synthetic
 from adk_pairing.core.repair import repaired_events
 from adk_pairing.ledger import analyze, build_ledger, live_event_mask
-from adk_pairing.shells.service import PairedSession, PairingSessionService
 
 
 def _check_view(view: Session | None, stored_len: int, synthetic: int, where: str) -> None:

@@ -337,6 +337,40 @@ def test_a_private_name_taken_from_another_module_is_caught(spelling: str) -> No
     assert _private_names_taken(spelling, "shells.plugin", False, set(_modules()))
 
 
+def _exported_but_not_defined(source: str) -> list[str]:
+    """The names a module's ``__all__`` lists that the module does not define itself."""
+    tree = ast.parse(source)
+    defined: set[str] = set()
+    exported: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {target.id for target in targets if isinstance(target, ast.Name)}
+            defined |= names
+            if "__all__" in names and isinstance(node.value, (ast.List, ast.Tuple)):
+                exported = [
+                    item.value for item in node.value.elts if isinstance(item, ast.Constant)
+                ]
+    return [name for name in exported if name not in defined]
+
+
+def test_a_module_exports_only_what_it_defines() -> None:
+    """Each name has one home: only a package's front (its ``__init__``) re-exports."""
+    re_exported = {
+        name: found
+        for name, path in _modules().items()
+        if path.name != "__init__.py" and (found := _exported_but_not_defined(path.read_text()))
+    }
+    assert not re_exported, re_exported
+
+
+def test_a_re_export_is_caught() -> None:
+    source = "from .view import PairedSession\n__all__ = ['PairedSession', 'f']\ndef f(): ...\n"
+    assert _exported_but_not_defined(source) == ["PairedSession"]
+
+
 def test_the_wire_rules_import_nothing_of_ours() -> None:
     assert _graph()["wire"] == set()
 

@@ -21,7 +21,7 @@ from google.genai import types
 
 from adk_pairing import PairingPlugin, PairingSessionService, PlaceholderTexts
 from adk_pairing.ledger import held_open_call_ids
-from adk_pairing.shells.plugin import pairs_calls_by_id
+from adk_pairing.wire import pairs_calls_by_id
 
 
 def request_with_idless_dangling_call() -> LlmRequest:

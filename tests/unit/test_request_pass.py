@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from adk_pairing import PlaceholderTexts
 from adk_pairing.core.placeholders import OPENING_NOTE_TEXT
-from adk_pairing.passes.request_pass import ContentRule, _opened_by_the_user, repair_contents
+from adk_pairing.passes.request_pass import _opened_by_the_user, repair_contents
+from adk_pairing.passes.request_records import ContentRule
 from adk_pairing.passes.request_rewrite import prepare, repair_segments
 from adk_pairing.passes.request_scan import scan
 from adk_pairing.rules.checks import anthropic_pairing_violations, request_violations

@@ -95,18 +95,11 @@ from google.genai import types
 
 from ..core.placeholders import CUT_NOTE_TEXT, OPENING_NOTE_TEXT, PlaceholderTexts
 from ..wire import MODEL_ROLES, never_sent_as_a_call
-from .request_records import QUIET_RULES, ContentRepair, ContentRule, RepairedContents
-from .request_rewrite import FILLED_ID_PREFIX, repair_segments
+from .request_records import ContentRepair, ContentRule, RepairedContents
+from .request_rewrite import repair_segments
 from .request_scan import faulty_segments, segments_around
 
-__all__ = [
-    "FILLED_ID_PREFIX",
-    "QUIET_RULES",
-    "ContentRepair",
-    "ContentRule",
-    "RepairedContents",
-    "repair_contents",
-]
+__all__ = ["repair_contents"]
 
 _DEFAULT_TEXTS = PlaceholderTexts()
 

@@ -99,7 +99,7 @@ from .metrics import record_request_repairs
 from .once import logged_once
 from .service import PairingSessionService
 
-__all__ = ["PairingPlugin", "pair_request", "pairs_calls_by_id"]
+__all__ = ["PairingPlugin", "pair_request"]
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext

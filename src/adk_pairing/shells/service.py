@@ -95,7 +95,7 @@ from .once import logged_once
 from .shielding import ShieldedCalls
 from .uris import PAIRING_PREFIX, is_pairing_uri
 
-__all__ = ["PairedSession", "PairingSessionService", "create_session_service"]
+__all__ = ["PairingSessionService", "create_session_service"]
 
 logger = logging.getLogger("adk_pairing")
 
