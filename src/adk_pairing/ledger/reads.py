@@ -8,8 +8,8 @@ alone, the wire rules it asks included (`adk_pairing.wire.never_sent_as_a_call`
 reads a part's text and thought). ADK's ``Event`` satisfies `EventRead`, and so
 does whatever runs the ledger on stand-ins for events: the scan's fast path
 (`adk_pairing.cli._fast`) takes its light objects' attributes from the
-``*_FIELDS`` below, and the request pass's turns (`adk_pairing.passes.request_pass`)
-are read as events. tests/unit/test_ledger_reads.py runs the ledger over
+``*_FIELDS`` below, and the request pass reads the contents it rewrites as
+events (`adk_pairing.passes.request_rewrite`). tests/unit/test_ledger_reads.py runs the ledger over
 events that refuse every other attribute, under every builder's traits.
 """
 

@@ -59,10 +59,12 @@ def repair_segments(
 # -- phase 1, prepare: the faulty segments as turns -------------------------------
 
 
-class _Turn:
-    """One input content as the ledger reads it: an event-like view of its parts.
+class _PreparedContent:
+    """One content of a faulty segment, prepared, as the ledger reads it: as an event.
 
-    An `adk_pairing.ledger.reads.EventRead`: the request has no events, no
+    An `adk_pairing.ledger.reads.EventRead` whose ``content`` is itself (a
+    `ContentRead`: the ledger reads ``event.content.parts``, and a second
+    object per content would only cost): the request has no events, no
     authors (one for all: the request's calls are all its model's), no
     branches (ADK's builder kept only what the requesting agent's branch
     shows) and no rewinds (the builder applied them). The ledger marks calls
@@ -89,7 +91,7 @@ class _Turn:
         self.long_running_tool_ids = ()
 
     @property
-    def content(self) -> _Turn:
+    def content(self) -> _PreparedContent:
         return self
 
 
@@ -100,7 +102,7 @@ class _Prepared(NamedTuple):
     #: The scan's segments; each faulty one with its `Segment.turns`.
     segments: list[Segment]
     #: The faulty segments' contents as turns, in request order.
-    turns: list[_Turn]
+    turns: list[_PreparedContent]
     #: What preparing changed: split parts, dropped calls and contents.
     repairs: list[ContentRepair]
 
@@ -114,7 +116,7 @@ def prepare(contents: Sequence[types.Content], segments: Sequence[Segment]) -> _
     faulty ones come back as copies that know their turns.
     """
     repairs: list[ContentRepair] = []
-    turns: list[_Turn] = []
+    turns: list[_PreparedContent] = []
     prepared: list[Segment] = []
     for segment in segments:
         if not segment.holds:
@@ -129,9 +131,9 @@ def prepare(contents: Sequence[types.Content], segments: Sequence[Segment]) -> _
 def _prepare_turns(
     contents: Sequence[types.Content],
     repairs: list[ContentRepair],
-) -> list[_Turn]:
+) -> list[_PreparedContent]:
     """The non-empty contents as turns, mixed parts split, user-side calls dropped."""
-    turns: list[_Turn] = []
+    turns: list[_PreparedContent] = []
     for content in contents:
         if content is None or not content.parts:
             repairs.append(ContentRepair(ContentRule.EMPTY_CONTENT))
@@ -168,7 +170,7 @@ def _prepare_turns(
                 repairs.append(ContentRepair(ContentRule.EMPTY_CONTENT))
                 continue
             parts = cleaned
-        turns.append(_Turn(content, parts, is_model))
+        turns.append(_PreparedContent(content, parts, is_model))
     return turns
 
 
@@ -352,7 +354,7 @@ class _HeldOpen:
 class _Placement:
     """What placing the turns reads, and the repairs it records."""
 
-    turns: list[_Turn]
+    turns: list[_PreparedContent]
     attribution: _Attribution
     ids: _IdPlan
     #: Per turn, the run of adjacent model turns it belongs to or follows.
@@ -398,7 +400,7 @@ def _place(
     return _Placed(output.build(), placement.repairs)
 
 
-def _model_runs(turns: Sequence[_Turn]) -> list[int]:
+def _model_runs(turns: Sequence[_PreparedContent]) -> list[int]:
     """Per turn, the number of the run of adjacent model turns it belongs to or follows.
 
     A result is in place when it sits in a user turn after its call's run.
