@@ -458,7 +458,7 @@ def _community_redis(uri: str) -> Any:
 def _adk_redis(uri: str) -> Any:
     if not HAS_ADK_REDIS:
         pytest.skip(f"google-adk {ADK_VERSION} has no google.adk.integrations.redis (2.9)")
-    from adk_pairing.factory import create_inner_session_service
+    from adk_pairing.shells.factory import create_inner_session_service
 
     return create_inner_session_service(uri)
 

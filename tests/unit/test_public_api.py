@@ -32,6 +32,7 @@ PUBLIC_NAMES = frozenset(
         "DEFAULT_PENDING_TEXT",
         "METADATA_KEY",
         "ArgumentTypeError",
+        "ArgumentValueError",
         "CallStatus",
         "ConfigError",
         "PairedSession",
