@@ -34,8 +34,8 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_pairing import PairingPlugin
+from adk_pairing.adk.builder import quieted_contents_builder
 from adk_pairing.ledger import build_ledger
-from adk_pairing.rules.builder_check import _request_builder
 from adk_pairing.wire import MODEL_ROLES, never_sent_as_a_call
 from tests.adk_request import agent_named, build_session_request_async
 from tests.unit.events import AGENT
@@ -129,7 +129,7 @@ def calls_that_count(
     history: Sequence[Event], agent: str = AGENT, branch: str | None = None
 ) -> list[SentCall]:
     """The calls ADK's builder shows `agent` once every unanswered call has a real result."""
-    contents = _request_builder()(with_real_results(history), agent, branch)
+    contents = quieted_contents_builder()(with_real_results(history), agent, branch)
     return sent_calls(contents)
 
 

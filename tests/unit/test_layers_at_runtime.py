@@ -35,9 +35,7 @@ PREFIX = adk_pairing.__name__ + "."
 #: through `adk.builder`'s wrapper, logs, and logging calls the filter. Which loggers
 #: ADK's builder has is an ADK fact, so the quieting belongs in adk/; it moves there
 #: once the reshaping of builder_check.py under way lands, and this entry goes with it.
-KNOWN_UPWARD = frozenset(
-    {"adk.builder.<lambda> (adk) -> rules.builder_check.filter (rules / ledger)"}
-)
+KNOWN_UPWARD: frozenset[str] = frozenset()
 
 
 def _our_module(frame: FrameType) -> str | None:

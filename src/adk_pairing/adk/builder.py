@@ -36,9 +36,12 @@ never less (tests/unit/test_adk_probes.py removes the module and checks it).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from google.adk.events.event import Event
@@ -174,3 +177,44 @@ def contents_builder() -> Callable[[list[Event], Any, str | None], list[types.Co
             branch, events, agent, preserve_function_call_ids=True
         )
     return lambda events, agent, branch: get_contents(branch, events, agent)
+
+
+_quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
+
+
+class _WhileProving(logging.Filter):
+    """Drops ADK's builder log records inside `builder_logs_quieted`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _quiet.get()
+
+
+@functools.cache
+def quieted_contents_builder() -> Callable[[list[Event], Any, str | None], list[types.Content]]:
+    """`contents_builder`, with a filter on ADK's builder loggers for `builder_logs_quieted`.
+
+    Its loggers (``contents``, and the rearrangers' own modules where a
+    release has them) exist once it is imported.
+    """
+    build = contents_builder()
+    quiet = _WhileProving()
+    prefix = "google_adk.google.adk.flows.llm_flows"
+    for name in list(logging.Logger.manager.loggerDict):
+        if name.startswith(prefix):
+            logging.getLogger(name).addFilter(quiet)
+    return build
+
+
+@contextlib.contextmanager
+def builder_logs_quieted() -> Iterator[None]:
+    """ADK's builder log records dropped while a build that is not the request's own runs.
+
+    ADK logs what its builder drops when it builds the real request; a build
+    that proves a view, or that `PairingPlugin` runs again, would log it twice.
+    """
+    quieted_contents_builder()  # puts the filter on ADK's builder loggers
+    token = _quiet.set(True)
+    try:
+        yield
+    finally:
+        _quiet.reset(token)

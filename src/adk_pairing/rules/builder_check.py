@@ -46,79 +46,33 @@ through the real converters (`rule_holds`):
 * OpenAI's, on ADK's LiteLlm conversion, once the app has imported
   ``litellm`` (only apps that send through LiteLlm do).
 
-Like the core, this module never awaits and touches no store. ADK's builder
+This module never awaits and touches no store. ADK's builder
 logs what it drops; while it runs here those records are filtered out, since
-ADK logs them again when it builds the real request.
+ADK logs them again when it builds the real request (`adk.builder.builder_logs_quieted`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from functools import cache
+from collections.abc import Callable, Sequence
 
 from google.adk.events.event import Event
 from google.genai import types
 
 from ..adk import anthropic_converter_installed, litellm_imported
-from ..adk.builder import contents_builder
+from ..adk.builder import builder_logs_quieted, quieted_contents_builder
 from ..wire import MODEL_ROLES, branches_shown_to
 from .checks import violations_of
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading
 from .request_form import request_of_contents
 
-_quiet = contextvars.ContextVar("adk_pairing_quiet_builder", default=False)
-
 #: ADK's request builder for one agent in one branch: events -> request contents.
 Builder = Callable[[list[Event], str, str | None], list[types.Content]]
 
 
-class _WhileProving(logging.Filter):
-    """Drops ADK's builder log records while `view_never_worse` runs the builder."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not _quiet.get()
-
-
-@cache
 def _request_builder() -> Builder:
-    """ADK's ``_get_contents`` (`adk_pairing.adk.contents_builder`), its loggers quieted here.
-
-    Its loggers (``contents``; ``_tool_call_rearranger`` in 2.9;
-    ``context._contents`` and ``tools._rearranger`` from 2.10) get the filter
-    that quiets them while a view is proven; they exist once it is imported.
-    """
-    build = contents_builder()
-    quiet = _WhileProving()
-    prefix = "google_adk.google.adk.flows.llm_flows"
-    for name in list(logging.Logger.manager.loggerDict):
-        if name.startswith(prefix):
-            logging.getLogger(name).addFilter(quiet)
-    return build
-
-
-@contextlib.contextmanager
-def _quiet_builder() -> Iterator[None]:
-    token = _quiet.set(True)
-    try:
-        yield
-    finally:
-        _quiet.reset(token)
-
-
-@contextlib.contextmanager
-def builder_logs_quieted() -> Iterator[None]:
-    """ADK's builder log records dropped while a build that is not the request's own runs.
-
-    For `PairingPlugin`, which runs ADK's contents processor again: ADK has
-    logged what it dropped when it built the real request.
-    """
-    _request_builder()  # puts the filter on ADK's builder loggers
-    with _quiet_builder():
-        yield
+    """ADK's builder, quieted while a view is proven (`quieted_contents_builder`)."""
+    return quieted_contents_builder()
 
 
 def _agents(events: Sequence[Event]) -> list[tuple[str, str | None]]:
@@ -256,7 +210,7 @@ def view_never_worse(
         return False
     if stored_verdicts is None:
         stored_verdicts = {}
-    with _quiet_builder():
+    with builder_logs_quieted():
         for agent, branch in _agents(view):
             key = (agent, branch)
             if key not in stored_verdicts:

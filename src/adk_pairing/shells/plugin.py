@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from google.adk.plugins.base_plugin import BasePlugin
 
+from ..adk.builder import builder_logs_quieted
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from ..core.lru import Lru
 from ..core.ownership import session_label
@@ -84,7 +85,6 @@ from ..passes.restore_pass import (
     restoration,
     splice,
 )
-from ..rules.builder_check import builder_logs_quieted
 from ..wire import pairs_calls_by_id
 from .agent_pass import (
     also_ends_a_chain,
