@@ -17,7 +17,7 @@ every length. Then, for every history:
 
 ``RELIABILITY_FUZZ_HISTORIES`` sets how many histories and
 ``RELIABILITY_FUZZ_SEED`` the seed (default 1313). CI runs a bounded sample
-(3,000 by default); the 10,000-history run per release is a measurement, made
+(2,000 by default); the 10,000-history run per release is a measurement, made
 by hand (``RELIABILITY_FUZZ_HISTORIES=10000``), its figures in
 benchmarks/RESULTS.md ("Fuzz").
 
@@ -57,7 +57,7 @@ from tests.unit.test_properties import adk_request_contents
 from .histories import ID_KINDS, NO_TRAIT, HistoryGenerator, describe, id_kinds, traits
 from .interrupted_histories import InterruptedHistories
 
-HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "3000"))
+HISTORIES = int(os.environ.get("RELIABILITY_FUZZ_HISTORIES", "2000"))
 WORSE = "stored request valid, view's request invalid"
 #: Not a failure: a history with call events whose placeholders ADK's builder
 #: would misplace, served as stored while the others keep theirs
