@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pytest
 from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions, EventCompaction
+from google.genai import types
 
 from adk_pairing.adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
 from adk_pairing.core.placeholders import PlaceholderTexts
@@ -91,6 +93,30 @@ def test_a_reuse_of_an_id_answered_before_is_regular_at_once() -> None:
     ledger = build_ledger(events, traits=NEWEST_BUILDER)
     assert not ledger.irregular
     assert list(ledger.open_calls) == [4, 6]
+
+
+def test_an_answer_adks_builder_leaves_out_does_not_count() -> None:
+    """The fuzz found it: a confirmation answered under the id, which no request carries."""
+    confirmation = "adk_request_confirmation"
+    events = [
+        user_text("0", invocation_id="inv-0"),
+        model_event([call("call_0", confirmation)], invocation_id="inv-0"),
+        response_event([response("call_0", confirmation)], invocation_id="inv-0"),
+        *died_then_reused(answered=False),
+    ]
+    assert build_ledger(events, traits=NEWEST_BUILDER).shapes == {REUSED}
+
+
+def test_a_compaction_after_the_reuse_makes_it_irregular_again() -> None:
+    """A compaction may summarise the earlier answer away while the calls stay in the request."""
+    events = [*answered_turn("call_0", "inv-0"), *died_then_reused(answered=False)]
+    assert not build_ledger(events, traits=NEWEST_BUILDER).irregular
+    summary = types.Content(role="model", parts=[types.Part(text="summary")])
+    compaction = EventCompaction(start_timestamp=0.0, end_timestamp=1.0, compacted_content=summary)
+    events.append(
+        Event(author="user", invocation_id="inv-c", actions=EventActions(compaction=compaction))
+    )
+    assert build_ledger(events, traits=NEWEST_BUILDER).shapes == {REUSED}
 
 
 def test_an_id_answered_before_but_forgotten_waits_for_its_answer() -> None:

@@ -11,7 +11,7 @@ forward copies only what later events can still change.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,6 +69,7 @@ class OpenCallIndex:
         "reuse_stays_irregular",
         "reused_unanswered",
         "slots",
+        "watch_compaction",
     )
 
     def __init__(self) -> None:
@@ -93,6 +94,9 @@ class OpenCallIndex:
         #: Call id -> the agent whose call with that id its own agent or the
         #: user answered, for the ids answered last (`ANSWERED_IDS_REMEMBERED`).
         self.answered_ids: dict[str, str] = {}
+        #: Set while a reuse is regular by an earlier answer alone: a compaction
+        #: can take that answer out of ADK's request (`compacted`).
+        self.watch_compaction = False
         #: Set once a reuse that no answer can make regular was seen.
         self.reuse_stays_irregular = False
 
@@ -224,11 +228,41 @@ class OpenCallIndex:
         """
         if older is None and self.by_branch is None and earlier.author == author and author:
             if self.answered_ids.get(call_id) == author:
+                self.watch_compaction = True
                 return  # a result with the id is in the history already
             self.reused_unanswered[call_id] = author
         else:
             self.reuse_stays_irregular = True
         shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
+
+    def note_answered(
+        self, call: TrackedCall, parts: Sequence[PartRead], shapes: set[IrregularShape]
+    ) -> None:
+        """`call`, which has an id, was answered by its agent or the user, in an event of `parts`.
+
+        Only a result that reaches ADK's request counts (`note_reuse`): the
+        builder leaves out, whole, an event with a confirmation or credential
+        request or its answer.
+        """
+        if builder_leaves_out(parts, left_out_call_names()):
+            return
+        answered = self.answered_ids
+        if len(answered) >= ANSWERED_IDS_REMEMBERED:
+            answered.clear()
+        answered[call.call_id] = call.author  # type: ignore[index]
+        if self.reused_unanswered:
+            self.reuse_answered(call, shapes)
+
+    def compacted(self, shapes: set[IrregularShape]) -> None:
+        """A compaction event after a reuse made regular by an earlier answer.
+
+        The compaction may have summarised that answer away while calls with
+        its id stay in the request: the reuse is irregular from here on.
+        """
+        shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
+        self.reuse_stays_irregular = True
+        self.watch_compaction = False
+        self.answered_ids.clear()
 
     def reuse_answered(self, call: TrackedCall, shapes: set[IrregularShape]) -> None:
         """`call` was answered by its own agent or the user (`note_reuse`)."""
@@ -318,6 +352,7 @@ class OpenCallIndex:
         }
         copied.reused_unanswered = dict(self.reused_unanswered)
         copied.answered_ids = dict(self.answered_ids)
+        copied.watch_compaction = self.watch_compaction
         copied.reuse_stays_irregular = self.reuse_stays_irregular
         if self.by_branch is not None:
             copied.by_branch = {

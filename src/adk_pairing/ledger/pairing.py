@@ -61,7 +61,7 @@ from .calls import (
 )
 from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
-from .open_calls import ANSWERED_IDS_REMEMBERED, READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
+from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
 from .placement import Placements
 from .reads import EventRead, PartRead
 
@@ -172,7 +172,7 @@ class PairingLedger:
         newest_by_id = open_index.newest_by_id
         by_branch = open_index.by_branch
         idless_open = open_index.idless_open
-        answered_ids = open_index.answered_ids
+        watch_compaction = open_index.watch_compaction
         placements = self._placements
         child_runs = self._child_runs
         shapes = self.shapes
@@ -186,6 +186,11 @@ class PairingLedger:
         index = start - 1
         for event in events:
             index += 1
+            if watch_compaction:
+                actions = event.actions
+                if actions is not None and getattr(actions, "compaction", None) is not None:
+                    open_index.compacted(shapes)
+                    watch_compaction = False
             if stop_at_rewind:
                 # Inline `is_rewind`: a call per event costs more than the check.
                 actions = event.actions
@@ -249,11 +254,7 @@ class PairingLedger:
                 elif older is not None:
                     older.check_answer(for_older, call, response)
                 elif response_id:
-                    if len(answered_ids) >= ANSWERED_IDS_REMEMBERED:
-                        answered_ids.clear()
-                    answered_ids[response_id] = call.author
-                    if open_index.reused_unanswered:
-                        open_index.reuse_answered(call, shapes)
+                    open_index.note_answered(call, parts, shapes)
                 self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
@@ -266,6 +267,7 @@ class PairingLedger:
                     event, index, calls_here, shapes, reads, older, for_older
                 )
                 calls.extend(opened.values())
+                watch_compaction = open_index.watch_compaction
                 branch = event.branch
                 if branch and "@" in branch:
                     child_runs.hold_callers(event, branch, opened, self._newest_open_call_with)
