@@ -3,8 +3,9 @@
 Every other module of adk-pairing imports these rules and restates none of
 them: the ledger (`adk_pairing.ledger`), the view, the request pass
 (`adk_pairing.passes.request_pass`), the providers' rules (`adk_pairing.rules.provider_rules`)
-and the plugin. This module is pure and imports nothing of ours. Where in
-each ADK release these facts are is docs/compatibility.md's table.
+and the plugin. This module imports nothing of ours. Where a rule differs by
+ADK release, the rule here is the newest converter's, the difference is
+detected by feature, and docs/compatibility.md says which releases and where.
 
 The rules:
 
@@ -16,10 +17,10 @@ The rules:
   signature), then text, then ``function_call``, then ``function_response``;
   the first match wins and the rest of the part is dropped. So a part holding
   a call beside text or a signed thought is not a call on the wire
-  (`never_sent_as_a_call`); only a malformed part holds both. 1.20.0 has no
-  thinking: a signed thought's call is sent as a call there
-  (`converter_sends_signed_thoughts`). From 2.9.2 a thought signature with
-  nothing beside it is dropped (``_is_content_free_signature``; `Block.DROPPED`).
+  (`never_sent_as_a_call`); only a malformed part holds both. A converter
+  without thinking sends a signed thought's call as a call
+  (`converter_sends_signed_thoughts`); a thought signature with nothing
+  beside it is dropped (``_is_content_free_signature``; `Block.DROPPED`).
 * **Who answers an id-less call**, twice over because two of ADK's stages
   pair them differently:
 
@@ -38,27 +39,23 @@ The rules:
   when the newest event that calls its id lists it in
   ``long_running_tool_ids``.
 * **Events the builder leaves out** (`builder_leaves_out`): ADK's request
-  builder drops, whole, every event with a call or result named
-  ``adk_request_credential`` or ``adk_request_confirmation``, and after 1.20
-  ``adk_framework`` (``_should_include_event_in_context``), and on 1.39 also
-  ``adk_request_input``. ADK writes those
+  builder drops, whole, every event with a call or result named in
+  `LEFT_OUT_CALL_NAMES` (``_should_include_event_in_context``; the installed
+  release's names are `adk_pairing.adk.left_out_call_names`). ADK writes those
   requests in events of their own; a call beside one (malformed) is never sent.
 * **Call keys** (`call_key`): a call's id, or its function name when the
   model gave it none.
 * **What each converter does to call ids**: ADK's Anthropic converter keeps
   ids of ``[a-zA-Z0-9_-]+`` and maps every other non-empty id to a fallback
-  of its own, one per distinct id (``_ToolUseIdSanitizer``, 1.39.1 and
-  later), so two calls sharing such an id share one ``tool_use`` id on the
-  wire (`anthropic_keeps_id`,
-  `ANTHROPIC_ID`). Its fallbacks are ``toolu_fallback_<n>``, numbered in
-  request order, and an id of that form is itself kept, so a stored id that
-  looks like a fallback and an id the converter rewrites can be one
-  ``tool_use`` id on the wire (`ANTHROPIC_FALLBACK_PREFIX`,
-  `may_collide_with_a_fallback`). 1.20.0 sends every id as it is
-  (``id or ""``). LiteLlm sends every id as it is, and an id-less call or
-  result as ``""``; ADK 1.20's builder strips its own ``adk-`` ids from every
-  request (``remove_client_function_call_id``); models that pair by id get
-  ids kept (`pairs_calls_by_id`).
+  of its own, one per distinct id (``_ToolUseIdSanitizer``), so two calls
+  sharing such an id share one ``tool_use`` id on the wire
+  (`anthropic_keeps_id`, `ANTHROPIC_ID`). Its fallbacks are
+  ``toolu_fallback_<n>``, numbered in request order, and an id of that form
+  is itself kept, so a stored id that looks like a fallback and an id the
+  converter rewrites can be one ``tool_use`` id on the wire
+  (`ANTHROPIC_FALLBACK_PREFIX`, `may_collide_with_a_fallback`). LiteLlm sends
+  every id as it is, and an id-less call or result as ``""``. Models that
+  pair by id get ids kept (`pairs_calls_by_id`).
 """
 
 from __future__ import annotations
@@ -81,9 +78,9 @@ HELD_OPEN_CALL_NAMES = frozenset(
 )
 
 #: Names whose call or result makes ADK's request builder leave an event out
-#: (`builder_leaves_out`). google-adk 1.20 keeps an ``adk_framework`` event, but
-#: no 1.20 release writes one, and a call left unrepaired beside it is what the
-#: store would send anyway.
+#: (`builder_leaves_out`): the newest builder's. A builder that keeps an
+#: ``adk_framework`` event belongs to a release that writes none, and a call left
+#: unrepaired beside one is what the store would send anyway.
 LEFT_OUT_CALL_NAMES = frozenset(
     {"adk_request_credential", "adk_request_confirmation", "adk_framework"}
 )
@@ -95,7 +92,7 @@ ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 ANTHROPIC_FALLBACK_PREFIX = "toolu_fallback_"
 
 #: Model classes that pair tool calls with their results by id, by module and
-#: name (the list of ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, 2.12.0+).
+#: name (ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, where a release has that list).
 ID_PAIRING_MODELS = (
     ("google.adk.models.anthropic_llm", "AnthropicLlm"),
     ("google.adk.models.lite_llm", "LiteLlm"),
@@ -129,16 +126,18 @@ class IrregularShape(enum.StrEnum):
     #: One agent's event answering another agent's call (ADK authors a tool's
     #: result as the agent that called it, or the user).
     ANSWER_FROM_ANOTHER_AGENT = "answer_from_another_agent"
-    #: Older builders only (google-adk <= 2.10): a result before any call with its id.
+    #: Builders that walk back only (`adk_pairing.ledger.older_builders.WalksBack`):
+    #: a result before any call with its id.
     RESULT_BEFORE_ITS_CALL = "result_before_its_call"
     #: Older builders only: a result under another name than its call's.
     RESULT_UNDER_ANOTHER_NAME = "result_under_another_name"
-    #: Older builders only (google-adk <= 2.10): results right after a call
+    #: Builders that walk back only (`WalksBack`): results right after a call
     #: event of another branch that shares one of their ids.
     RESULT_AFTER_ANOTHER_BRANCHS_CALLS = "result_after_another_branchs_calls"
-    #: Older builders only (google-adk <= 2.6): a call reusing the id of a
-    #: response its branch is not shown; an agent above both branches is shown
-    #: that response's id answered by whatever response with it comes last.
+    #: Builders that pair by the last response only (`PairsByLastResponse`): a
+    #: call reusing the id of a response its branch is not shown; an agent above
+    #: both branches is shown that response's id answered by whatever response
+    #: with it comes last.
     CALL_ID_ANSWERED_OUT_OF_SIGHT = "call_id_answered_out_of_sight"
 
 
@@ -156,8 +155,8 @@ class Block(enum.Enum):
     RESULT = "result"
     #: Empty text: not sent at all (a user turn of nothing else becomes ``"."``).
     NOTHING = "nothing"
-    #: A thought signature with nothing beside it (another model's): dropped
-    #: from 2.9.2 (``_is_content_free_signature``); older converters raise.
+    #: A thought signature with nothing beside it (another model's): dropped by a
+    #: converter that has ``_is_content_free_signature``; older converters raise.
     DROPPED = "dropped"
 
 
@@ -200,11 +199,10 @@ def never_sent_as_a_call(part: types.Part) -> bool:
 def converter_sends_signed_thoughts() -> bool:
     """Whether the installed ADK's Anthropic converter sends a signed thought as thinking.
 
-    From 1.39.1 it does; 1.20.0's ``part_to_message_block`` has no thinking
-    at all: it sends such a part's call as a call, and raises
-    ``NotImplementedError`` on a signed thought with nothing else. Probed once
-    by converting one part; without the ``anthropic`` package the newest
-    converter is assumed.
+    A converter without thinking (``part_to_message_block``) sends such a
+    part's call as a call, and raises ``NotImplementedError`` on a signed
+    thought with nothing else. Probed once by converting one part; without the
+    ``anthropic`` package the newest converter is assumed.
     """
     try:
         from google.adk.models import anthropic_llm
@@ -335,7 +333,7 @@ def held_by_child(branch: str, scope: str | None, waits: bool) -> list[str]:
     """The ids of the calls an event in `branch` holds open: the calls whose runs it is in.
 
     `branch` names each run it is nested in by a segment ``<agent>@<call id>``
-    (``events/_branch_path.py`` ``_BranchPath.run_ids``, 2.6.2 and later).
+    (``_BranchPath.run_ids``).
     When the event `waits` (it holds a call ADK holds open), every such call
     waits on it; otherwise only a task run's own call, the one its events are
     scoped to (`scope`, ``isolation_scope``), stays open until the task ends.

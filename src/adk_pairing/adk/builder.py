@@ -166,8 +166,8 @@ def left_out_call_names() -> frozenset[str]:
 def contents_builder() -> Callable[[list[Event], Any, str | None], list[types.Content]]:
     """ADK's ``_get_contents`` as ``(events, agent, branch)``, as its contents processor calls it.
 
-    Ids are kept as stored where the release can (``preserve_function_call_ids``,
-    1.39 and later); 1.20 strips only ADK's own ``adk-`` ids, from both lists alike.
+    Ids are kept as stored where the release can (``preserve_function_call_ids``);
+    a builder without it strips only ADK's own ``adk-`` ids, from both lists alike.
     """
     from google.adk.flows.llm_flows import contents
 

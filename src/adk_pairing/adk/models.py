@@ -30,8 +30,8 @@ def litellm_imported() -> bool:
 def litellm_completion_inputs(request: Any, model: str) -> Any:
     """LiteLlm's ``_get_completion_inputs`` of `request`, however the release declares it.
 
-    1.20.0 takes only the request and returns the messages; later releases
-    also take the model, and return a coroutine, which comes back as it is.
+    A release whose function takes only the request returns the messages; one
+    that also takes the model returns a coroutine, which comes back as it is.
     """
     from google.adk.models import lite_llm
 

@@ -19,7 +19,7 @@ from ._modules import module_exists
 
 try:  # a release that raises its own error for a missing session
     from google.adk.errors.session_not_found_error import SessionNotFoundError
-except ImportError:  # pragma: no cover - google-adk 1.x raised ValueError
+except ImportError:  # pragma: no cover - an older release raises ValueError
     SessionNotFoundError = ValueError  # type: ignore[misc,assignment]
 
 #: The first google-adk release with ``google.adk.integrations.redis``.
@@ -35,12 +35,12 @@ REDIS_ALTERNATIVE = (
 
 
 def has_adk_redis_session_service() -> bool:
-    """Whether ADK ships its own Redis session service (google-adk >= 2.9)."""
+    """Whether ADK ships its own Redis session service (from `MIN_ADK_FOR_REDIS`)."""
     return module_exists("google.adk.integrations.redis")
 
 
 def sqlite_service_parses_uris() -> bool:
-    """Whether ``SqliteSessionService`` accepts ``sqlite:///path?mode=ro`` (>= 1.39).
+    """Whether ``SqliteSessionService`` accepts ``sqlite:///path?mode=ro`` (``_parse_db_path``).
 
     Older ones hand ``db_path`` to ``aiosqlite.connect`` as a file name.
     """
@@ -68,9 +68,9 @@ def is_sqlite_backed(inner: object) -> bool:
 async def close_session_service(service: Any) -> None:
     """Releases what `service` holds: its ``close()``, or its engine's pool.
 
-    A ``close`` may be sync or async (ADK's are async). Without one (1.20's
+    A ``close`` may be sync or async (ADK's are async). Without one (an older
     ``DatabaseSessionService``), a SQLAlchemy ``db_engine`` is disposed;
-    anything else holds nothing we can release (1.20's ``SqliteSessionService``
+    anything else holds nothing we can release (an older ``SqliteSessionService``
     opens a connection per call).
     """
     close = getattr(service, "close", None)
@@ -122,7 +122,7 @@ def database_drops_subsecond_times(db_url: str) -> bool:
             return False
         try:
             from google.adk.sessions.schemas.shared import PreciseTimestamp
-        except ImportError:  # google-adk 1.20 defines it beside the service
+        except ImportError:  # a release without ``sessions.schemas`` defines it beside the service
             from google.adk.sessions.database_session_service import (  # type: ignore[no-redef]
                 PreciseTimestamp,
             )

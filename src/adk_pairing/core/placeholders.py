@@ -87,7 +87,7 @@ model's turn (a context window that keeps the last contents): the ``opening_note
 
 
 #: The ``error_code`` of a synthetic event answering a call with no recorded
-#: result. Our own, never ADK's ``INVOCATION_ABORTED``: 2.13's runner and agent
+#: result. Our own, never ADK's ``INVOCATION_ABORTED``: ADK's runner and agent
 #: router treat an event with that code as the seal of an aborted invocation.
 MISSING_ERROR_CODE = "ADK_PAIRING_NO_RESULT"
 
@@ -257,7 +257,7 @@ def _stored_id(parts: list[types.Part] | None, call: TrackedCall) -> str | None:
     """The call's id exactly as stored: ``""`` stays ``""``.
 
     The ledger reads an empty id as no id, as ADK's newest rearranger does, but
-    releases up to 2.9 match a result to its call by equal ids, so a result
+    older rearrangers match a result to its call by equal ids, so a result
     with ``None`` for a call stored with ``""`` answers nothing there and their
     builder raises.
     """
@@ -376,7 +376,7 @@ class RepairedSlot:
             },
         }
         if self._missing:
-            # ADK's convention for a call that failed (2.13's abort seal):
+            # ADK's convention for a call that failed (its abort seal):
             # adk web shows the event's error under the call's chip. The code
             # goes on only where ADK decides nothing from it.
             fields["error_message"] = self._missing_text

@@ -1,13 +1,14 @@
 """Calls kept pending while the child run they started waits.
 
-From google-adk 2.6 a sub-agent with ``mode="single_turn"`` or ``"task"`` runs
-as a tool in the caller's session, in a branch whose segment ``<agent>@<call
-id>`` names the call (`adk_pairing.wire.held_by_child`, the way ADK's
+A sub-agent with ``mode="single_turn"`` or ``"task"`` runs as a tool in the
+caller's session, in a branch whose segment ``<agent>@<call id>`` names the
+call (`adk_pairing.wire.held_by_child`, the way ADK's
 ``should_pause_invocation`` finds it). While an event of that run holds an
-unanswered call ADK holds open, every call its branch names waits on it (up to
-google-adk 2.10 ADK never answers the caller once the child resumes: it is
-missing again then); a task run (its events scoped to the call,
-``isolation_scope == <call id>``) holds its call open until the task ends.
+unanswered call ADK holds open, every call its branch names waits on it; once
+that call is answered the caller's call is missing again unless something
+answers it (not every release does, docs/branches-and-agent-tools.md). A task
+run (its events scoped to the call, ``isolation_scope == <call id>``) holds
+its call open until the task ends.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def _fields(protocol: type) -> tuple[str, ...]:
     return tuple(protocol.__annotations__)
 
 
-#: Of an event, read only where present: absent before google-adk 2.x's task runs.
+#: Of an event, read only where present: absent from releases without task runs.
 OPTIONAL_EVENT_FIELDS = ("isolation_scope",)
 #: The field names of each protocol, for stand-ins' ``__slots__``.
 EVENT_FIELDS = (*_fields(EventRead), *OPTIONAL_EVENT_FIELDS)

@@ -5,24 +5,11 @@ ADK's request builder put in ``LlmRequest.contents``) and returns a list that
 every provider accepts, with a report of what it changed. It never awaits,
 logs or touches a session; `adk_pairing.shells.plugin` is the shell that calls it.
 
-Why a request-level pass on top of the repaired view: ADK's request builder
-breaks pairing on its own in cases the session layer cannot see, and strict
-providers reject shapes both the view and plain ADK produce:
-
-* two long-running calls are open and the older one's result arrives after the
-  newer call: ``_rearrange_events_for_latest_function_response`` cuts the
-  history after the newer call and drops the older call's real answer;
-* a ``Part`` holding text *and* a ``function_call``: ADK's Anthropic converter
-  sends only the text (it tries text before a call), so the call vanishes and
-  its result is orphaned;
-* a call id used by two calls of one history (model ids such as ``call_1``
-  repeat across turns): Anthropic refuses duplicate ``tool_use`` ids;
-* a call stored without an id: LiteLlm's conversion sends ``""`` as its
-  ``tool_call_id``, and before 2.10 ADK's Anthropic converter gives every
-  id-less call the same fallback id;
-* a placeholder (or a real result) followed by the user's text, or two model
-  turns in a row: Bedrock Converse and the chat templates of many open models
-  reject two consecutive messages of one role.
+Why a pass on the request as well as the repaired view: ADK's request builder
+and its converters break pairing in cases the session layer cannot see (an
+older open call's result cut off by the rearranger, a call sharing its part
+with text, a reused or missing id, two turns of one role). docs/request-pass.md
+lists them.
 
 The request guarantee: five rules that hold on every list this module
 returns, and that imply every provider rule of
@@ -44,36 +31,25 @@ returns, and that imply every provider rule of
 4. call ids are unique within the request: a later call reusing an id is
    renamed ``<id>-<n>`` together with its answer; with ``fill_missing_ids``,
    a call whose id some provider that pairs by id cannot take
-   (`adk_pairing.passes.request_scan.refused_when_paired_by_id`: none, or one that
-   looks like one of ADK's Anthropic converter's own fallback ids, which the
-   converter could also give another call whose id it rewrites) gets
-   ``call_pairing_<n>``. Both are numbered in request order,
-   so the same contents always give the same ids and provider prompt caches
-   stay warm;
+   (`adk_pairing.passes.request_scan.refused_when_paired_by_id`) gets
+   ``call_pairing_<n>``. Both are numbered in request order, so the same
+   contents always give the same ids and provider prompt caches stay warm;
 5. the request does not open with a model turn holding a call: a request
-   whose history begins with the agent's own calls (a call made before any
-   user message, put back or answered here) is opened by a user-side note
-   (`adk_pairing.core.placeholders.OPENING_NOTE_TEXT`), so that strict providers
-   take it and the calls still reach the model. A request that opens with the
-   model's text is the agent's own design and stays as it is, unless other
-   code cut the request to open there (``cut``): then a note says the earlier
-   messages are left out (`adk_pairing.core.placeholders.CUT_NOTE_TEXT`).
+   whose history begins with the agent's own calls is opened by a user-side
+   note (`adk_pairing.core.placeholders.OPENING_NOTE_TEXT`), so that strict
+   providers take it and the calls still reach the model. A request that
+   opens with the model's text is the agent's own design and stays as it is,
+   unless other code cut the request to open there (``cut``): then a note says
+   the earlier messages are left out (`adk_pairing.core.placeholders.CUT_NOTE_TEXT`).
 
-Who answers whom is decided by `adk_pairing.ledger.PairingLedger`, the same
-rules the view uses (newest preceding call with the id; for id-less calls, the
-newest content with an id-less call of that name, calls in order), always with
-the newest builder's traits (``NEWEST_BUILDER``), whatever ADK is installed.
-The view follows the installed ADK's builder traits because its events still go
-through that builder, which on google-adk <= 2.10 rearranges reused ids (see
-`adk_pairing.adk.builder`). These contents come out of that builder: nothing
-rearranges them again, the converters send them in order, and the provider
-pairs each result with the call before it. So here a result with a reused id
-answers only the newest call before it (<= 2.6's "answers every call with the
-id" would leave the older call's ``tool_use`` unanswered on the wire), and no
-placeholder is withheld (<= 2.10's walk-back hazard is already behind us; a
-withheld call would stay unanswered in the request the provider rejects). On
-google-adk >= 2.11 the two agree on every call. A part that holds a call or a
-result together with text is split first, so the call is not lost.
+Who answers whom is decided by `adk_pairing.ledger.PairingLedger`, the view's
+rules, but always with the newest builder's traits (``NEWEST_BUILDER``),
+whatever ADK is installed: these contents have already been through the
+builder, nothing rearranges them again, and the provider pairs each result
+with the call before it. So a result with a reused id answers only the newest
+call before it, and no placeholder is withheld (a withheld call would stay
+unanswered in the request). A part that holds a call or a result together
+with text is split first, so the call is not lost.
 
 Properties: a request that already keeps the guarantee comes back as the very
 same list object; input ``Content`` and ``Part`` objects are never mutated

@@ -1,10 +1,11 @@
 """Putting back the calls ADK's request builder dropped: the pure half of the plugin's restore.
 
-From google-adk 2.10 the contents request processor drops a function call
-nothing answers (``drop_orphaned_function_calls``) before any plugin runs, so
-the request pass (`adk_pairing.passes.request_pass`) cannot answer a call it never
-sees. The plugin restores it instead, with ADK's own builder and the view's
-placement, and this module holds the decisions, free of I/O:
+Where ADK's contents request processor drops a function call nothing answers
+(``drop_orphaned_function_calls``, `adk_pairing.adk.adk_drops_unanswered_calls`)
+before any plugin runs, the request pass (`adk_pairing.passes.request_pass`)
+cannot answer a call it never sees. The plugin restores it instead, with
+ADK's own builder and the view's placement, and this module holds the
+decisions, free of I/O:
 
 * `calls_the_request_lacks`: which calls the history holds open that the
   request does not carry. It reads the ledger the view uses

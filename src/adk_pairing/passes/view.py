@@ -28,7 +28,7 @@ returned. The rules it keeps:
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
   withheld calls' placeholders come back once the response event is no longer
-  last (ADK <= 2.10's walk-back hazard, `adk_pairing.ledger`).
+  last (the walk-back hazard of older builders, `adk_pairing.ledger`).
 * The view mirrors the inner session's ``state``, ``last_update_time`` and the
   storage revision marker after every append, so code that reads them from the
   session it holds (the runner does) sees what the store wrote.
@@ -46,8 +46,8 @@ from ..core.placeholders import PlaceholderTexts, RepairedSlot
 from ..core.repair import RepairedHistory, repair_history
 from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
 
-#: Whether the running ADK's `Session` carries a storage revision marker (absent
-#: in 1.20.0, present in 1.39.1 and every 2.x); a view mirrors it.
+#: Whether the running ADK's `Session` carries a storage revision marker (not
+#: every release's does); a view mirrors it.
 HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 
 

@@ -15,11 +15,11 @@ follow on every release:
 * the call event takes only the *last* response event per id
   (``response_indices[-1]``), so a placeholder can displace an event the
   stored request used, or be displaced;
-* ``drop_orphaned_function_calls`` (from 2.10) keeps a call whose id any
+* ``drop_orphaned_function_calls``, where the builder has it, keeps a call whose id any
   response carries, so a placeholder can bring back a call the stored request
   left out, next to a reused id it now collides with;
 * the latest-response rearranger cuts the history at the call event that owns
-  the trailing response, found by id, differently before and after 2.11.
+  the trailing response, found by id, in a way that differs by release.
 
 So for an irregular history, and for a call event whose placeholders no
 placement keeps in call order (`PairingLedger.placement`), the view is

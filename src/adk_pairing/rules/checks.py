@@ -21,7 +21,7 @@ violations, empty when the request is accepted.
 * ``openai_chat``: converted with ``google.adk.models.lite_llm``'s
   ``_get_completion_inputs``, i.e. the message list LiteLlm hands to
   ``litellm.acompletion``, including the tool results LiteLlm itself
-  inserts for calls that have none (from 1.39.1). That healing skips calls
+  inserts for calls that have none (where the release does). That healing skips calls
   whose id is empty, and a call stored without an id is sent with an empty
   id: no OpenAI-compatible API pairs those.
 * ``gemini``: on the contents as they are.
@@ -32,7 +32,7 @@ violations, empty when the request is accepted.
 Everything else comes from ADK's converter as it is, on purpose: a ``Part``
 holding both text and a ``function_call`` becomes a text block and the call
 is dropped, so a result for it is an orphan; a request the converter cannot
-convert at all (1.20.0 raises on an empty text part) is a violation, because
+convert at all (an older converter raises on an empty text part) is a violation, because
 ADK raises before sending it. docs/compatibility.md has the releases.
 
 The Anthropic rule needs the ``anthropic`` package, the OpenAI rule
@@ -94,8 +94,8 @@ _LITELLM_REFUSALS = (NotImplementedError, ValueError)
 def _anthropic_converter() -> Callable[[types.Content], dict[str, Any]]:
     """ADK's content converter, sharing one tool-id sanitizer per request.
 
-    ``AnthropicLlm`` converts a whole request with one ``_ToolUseIdSanitizer``
-    (1.39.1+); 1.20.0 has only the public ``content_to_message_param``.
+    ``AnthropicLlm`` converts a whole request with one ``_ToolUseIdSanitizer``;
+    a release without the sanitizer has only the public ``content_to_message_param``.
     """
     if not anthropic_converter_installed():
         raise ImportError(
@@ -150,7 +150,7 @@ def anthropic_request(contents: Iterable[types.Content]) -> WireRequest | str:
 def _run_without_io(coroutine: Coroutine[Any, Any, Any]) -> Any:
     """Runs a coroutine that never suspends, from sync code, even inside a running loop.
 
-    LiteLlm's conversion is async from 1.39.1 only because file parts may be
+    Where LiteLlm's conversion is async, it is only because file parts may be
     uploaded; function calls, results and text never await anything.
     """
     try:

@@ -361,8 +361,8 @@ PROVIDER_RULES: Mapping[str, ProviderRule] = {
             "AnthropicLlm, and Claude through LiteLlm",
             Reading.ANTHROPIC_MESSAGES,
             anthropic,
-            # Before 2.10 every id-less call shares one fallback id, and an id of
-            # the fallbacks' form may be sent for another call whose id is rewritten.
+            # An older converter gives every id-less call one fallback id, and an id
+            # of the fallbacks' form may be sent for another call whose id is rewritten.
             refuses_missing_ids=True,
             refuses_id_prefixes=(ANTHROPIC_FALLBACK_PREFIX,),
         ),

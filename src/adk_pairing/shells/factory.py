@@ -13,9 +13,9 @@ service is resolved exactly as ``adk web`` / ``adk api_server`` resolve
    ``agentengine``) and every scheme a user registered in ``services.py`` or
    ``services.yaml`` work unchanged;
 2. ``redis://`` and ``rediss://``, which ADK's registry does not know, go to
-   ADK's own ``google.adk.integrations.redis.RedisSessionService`` (google-adk
-   >= 2.9; on older versions the error names google-adk-community's service,
-   which takes no URI and is wrapped by hand);
+   ADK's own ``google.adk.integrations.redis.RedisSessionService``; on a
+   release without it the error names google-adk-community's service, which
+   takes no URI and is wrapped by hand;
 3. anything else is handed to ``DatabaseSessionService(db_url=...)``, as ADK
    does: that is how ``postgresql+asyncpg://`` and ``sqlite+aiosqlite://`` work,
    since the registry matches the whole scheme and knows only the bare
@@ -192,7 +192,7 @@ def create_inner_session_service(uri: str, **kwargs: Any) -> BaseSessionService:
             ) from None
         # Drivers and ADK quote the URI, or a piece of a misread password
         # (redis-py: "Port could not be cast to integer value as 'S3cret'");
-        # ADK < 2.13 quotes it unredacted. The cause chain would print the
+        # older ADK releases quote it unredacted. The cause chain would print the
         # original text again, hence `from None`.
         masked = mask_secrets(str(error), uri)
         if masked == str(error):
@@ -317,8 +317,8 @@ def _without_agents_dir(kwargs: dict[str, Any]) -> dict[str, Any]:
 def _redis_session_service(uri: str, kwargs: dict[str, Any]) -> BaseSessionService:
     """ADK's `RedisSessionService`, configured by `uri` plus config fields."""
     if not has_adk_redis_session_service():
-        # google.adk.integrations.redis appeared in google-adk 2.9; before it
-        # no ADK service can take this URI, whatever is installed.
+        # Without google.adk.integrations.redis no ADK service can take this
+        # URI, whatever else is installed.
         raise UnsupportedSchemeError(
             f"{mask_uri(uri)!r} needs google-adk >= {MIN_ADK_FOR_REDIS} "
             f"(installed: {ADK_VERSION}) for ADK's RedisSessionService; "
@@ -363,8 +363,8 @@ def _database_session_service(uri: str, kwargs: dict[str, Any], given: str) -> B
         driver = driver_failure_message(given, error)
         if driver is not None:
             raise UnsupportedSchemeError(driver) from None
-        # google-adk 1.20 puts the unredacted URL in these messages; 1.39 and
-        # later redact it (docs/compatibility.md).
+        # Older releases put the unredacted URL in these messages
+        # (docs/compatibility.md).
         # SQLAlchemy's own error, chained as the cause, masks only what it
         # parsed as the password: with an unescaped "@" in it, the rest shows
         # ("user:***@00000@/sessions.db"). Neither is chained when it holds a

@@ -268,9 +268,9 @@ class PairingSessionService(BaseSessionService):
 
         Waits first for shielded reads and appends whose callers were
         cancelled, so none is left running against a closed engine and no
-        event whose append started is lost. google-adk 1.20's
-        ``DatabaseSessionService`` has no ``close``; its ``db_engine`` is
-        disposed instead (`adk_pairing.adk.close_session_service`).
+        event whose append started is lost. An inner service without a
+        ``close`` has its SQLAlchemy ``db_engine`` disposed instead
+        (`adk_pairing.adk.close_session_service`).
         """
         await self._shielded_calls.drain()
         await close_session_service(self._inner)
@@ -456,9 +456,10 @@ def _shape_name(fallback: Fallback, shapes: Collection[IrregularShape]) -> str:
 def _fallback_advice() -> str:
     """What helps a view served as stored, on the installed ADK.
 
-    From 2.10 ADK's builder drops the unanswered calls, so the model no longer
-    sees them; `PairingPlugin` puts them back (`adk_pairing.passes.restore_pass`).
-    Before 2.10 ADK sends them unanswered and the plugin answers them.
+    Where ADK's builder drops the unanswered calls (`adk_drops_unanswered_calls`),
+    the model no longer sees them, and `PairingPlugin` puts them back
+    (`adk_pairing.passes.restore_pass`); elsewhere ADK sends them unanswered and
+    the plugin answers them.
     """
     if adk_drops_unanswered_calls():
         return (
