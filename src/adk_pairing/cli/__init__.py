@@ -31,6 +31,28 @@ from ._common import (
     run,
     stdout_console,
 )
+from ._options import (
+    AppsOpt,
+    BatchSizeOpt,
+    ConcurrencyOpt,
+    DebugOpt,
+    FailOnOpt,
+    JobsOpt,
+    JsonLinesOpt,
+    JsonOpt,
+    LimitOpt,
+    MergeOpt,
+    OnlyUserOpt,
+    OptionOpt,
+    ReaderOpt,
+    ShardOpt,
+    SinceOpt,
+    StrictOpt,
+    TargetsArg,
+    TimeoutOpt,
+    UntilOpt,
+    UriArg,
+)
 from ._printable import json_text, printable, tolerant_streams
 
 try:  # typer carries its own copy of click (0.2x on), whose exceptions it raises
@@ -178,43 +200,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-UriArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="URI",
-        help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
-        "sqlite+aiosqlite:///sessions.db (DatabaseSessionService), sqlite:///.adk/session.db "
-        "(SqliteSessionService, as adk web keeps it), redis://localhost:6379/0 "
-        "(a pairing+ prefix is accepted and ignored: the stored data is read).",
-        show_default=False,
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-#: What ``--since`` and ``--until`` take (`_common.parse_time` reads it).
-TIME_FORMS = "ISO 8601 (UTC unless a zone is given), epoch seconds, or an age such as 30m, 12h, 7d."
-
-
-def UpdatedOpt(flag: str, bound: str) -> Any:
-    """A bound on the sessions' update time, parsed later by `_common.parse_time`."""
-    return Annotated[
-        str | None, typer.Option(flag, metavar="TIME", help=f"Only sessions updated {bound}")
-    ]
-
-
-DebugOpt = Annotated[
-    bool, typer.Option("--debug", help="Show library logs and tracebacks on errors.")
-]
-OptionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--option",
-        "-o",
-        metavar="KEY=VALUE",
-        help="Passed to the store's factory, e.g. -o key_prefix=myapp: for Redis "
-        "(VALUE is parsed as JSON when it can be).",
-    ),
-]
-
 
 def _print_version(value: bool) -> None:
     if value:
@@ -268,126 +253,24 @@ def demo(
 )
 @guarded
 def scan(
-    targets: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="URI | --merge FILE...",
-            help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
-            "sqlite+aiosqlite:///sessions.db (DatabaseSessionService), "
-            "sqlite:///.adk/session.db (SqliteSessionService, as adk web keeps it), "
-            "redis://localhost:6379/0 (a pairing+ prefix is accepted and ignored: the "
-            "stored data is read); with --merge, the JSON outputs of the shards.",
-            show_default=False,
-        ),
-    ] = None,
-    app_names: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--app",
-            metavar="APP",
-            help="App to scan; repeat for several. Default: every app the store holds "
-            "(stores whose layout adk-pairing reads: ADK's SQL services and both Redis services).",
-        ),
-    ] = None,
-    user: Annotated[
-        str | None,
-        typer.Option("--user", metavar="USER", help="Only this user's sessions."),
-    ] = None,
-    since: UpdatedOpt("--since", "at or after TIME: " + TIME_FORMS) = None,
-    until: UpdatedOpt("--until", "at or before TIME.") = None,
-    fail_on: Annotated[
-        str,
-        typer.Option(
-            "--fail-on",
-            metavar="never|missing|pending|any",
-            help="Exit 1 when such calls are found (for cron and CI).",
-        ),
-    ] = "never",
-    reader: Annotated[
-        str,
-        typer.Option(
-            "--reader",
-            metavar="auto|direct|get-session",
-            help="auto: read the store's tables/keys in batches when their layout is known, "
-            "else get_session per session; direct: only the former; get-session: only the latter.",
-        ),
-    ] = "auto",
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency",
-            metavar="N",
-            min=1,
-            help="Queries in flight at most: get_session reads at once; direct reads fetch "
-            "one batch ahead when N >= 2.",
-        ),
-    ] = 8,
-    batch_size: Annotated[
-        int,
-        typer.Option("--batch-size", metavar="N", min=1, help="Sessions per batch (direct reads)."),
-    ] = 100,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            min=0.001,
-            help="Per-session limit: a get_session read, or rebuilding a session's events "
-            "on the direct path; a session over it is reported as unreadable and the scan "
-            "goes on.",
-        ),
-    ] = None,
-    limit: Annotated[
-        int, typer.Option("--limit", metavar="N", min=0, help="Rows shown in the text table.")
-    ] = 50,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Validate every event with ADK's models, as get_session does (slower). "
-            "By default only the rows naming calls, results or rewinds are read, and "
-            "only sessions found broken are validated in full before they are reported.",
-        ),
-    ] = False,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="K/N",
-            help="Scan only shard K (0 <= K < N) of N, by a stable hash of each session's "
-            "key; N scans with K = 0..N-1 cover every session once. Merge their --json "
-            "outputs with --merge.",
-        ),
-    ] = None,
-    jobs: Annotated[
-        int,
-        typer.Option(
-            "--jobs",
-            metavar="N",
-            min=1,
-            help="Worker processes: each scans 1/N of the sessions (of the --shard when "
-            "given), forked after start-up; one report, as one process gives. Up to the "
-            "cores this machine can spare; 1 (the default) scans in this process.",
-        ),
-    ] = 1,
-    merge: Annotated[
-        bool,
-        typer.Option(
-            "--merge",
-            help="Instead of scanning, merge the --json (or --json-lines) outputs of N "
-            "shards, given as FILE arguments, into the report one scan gives.",
-        ),
-    ] = False,
+    targets: TargetsArg = None,
+    app_names: AppsOpt = None,
+    user: OnlyUserOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    fail_on: FailOnOpt = "never",
+    reader: ReaderOpt = "auto",
+    concurrency: ConcurrencyOpt = 8,
+    batch_size: BatchSizeOpt = 100,
+    timeout: TimeoutOpt = None,
+    limit: LimitOpt = 50,
+    strict: StrictOpt = False,
+    shard: ShardOpt = None,
+    jobs: JobsOpt = 1,
+    merge: MergeOpt = False,
     option: OptionOpt = None,
     json_output: JsonOpt = False,
-    json_lines: Annotated[
-        bool,
-        typer.Option(
-            "--json-lines",
-            help="Stream one JSON object per broken or unreadable session as it is found, "
-            "then one summary object.",
-        ),
-    ] = False,
+    json_lines: JsonLinesOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
