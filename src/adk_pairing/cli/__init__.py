@@ -231,7 +231,8 @@ def demo(
     debug: DebugOpt = False,
 ) -> None:
     """Kill a real ADK turn mid-tool, show what ADK does next, and show the repair."""
-    from ._demo import render, run_demo
+    from ._demo import run_demo
+    from ._demo_render import render
 
     report = run(run_demo(db, debug=debug), uri=None, debug=debug)
     if json_output:
