@@ -9,20 +9,18 @@ the output's reader went away (``| head``).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from ._common import (
-    EXIT_ERROR,
     EXIT_FOUND,
     EXIT_PIPE_CLOSED,
     EXIT_UNEXPECTED,
@@ -31,16 +29,34 @@ from ._common import (
     run,
     stdout_console,
 )
-from ._printable import json_text, printable, tolerant_streams
+from ._options import (
+    AppsOpt,
+    BatchSizeOpt,
+    ConcurrencyOpt,
+    DebugOpt,
+    FailOnOpt,
+    JobsOpt,
+    JsonLinesOpt,
+    JsonOpt,
+    LimitOpt,
+    MergeOpt,
+    OnlyUserOpt,
+    OptionOpt,
+    ReaderOpt,
+    ShardOpt,
+    SinceOpt,
+    StrictOpt,
+    TargetsArg,
+    TimeoutOpt,
+    UntilOpt,
+    UriArg,
+)
+from ._printable import printable, tolerant_streams
 
 try:  # typer carries its own copy of click (0.2x on), whose exceptions it raises
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - an older typer on click itself
     from click import exceptions as click_errors  # type: ignore[no-redef]
-
-if TYPE_CHECKING:
-    from ._scan_report import ScanResult
-    from ._stop import StopRequest
 
 
 class PlainHelpCommand(TyperCommand):
@@ -178,43 +194,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-UriArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="URI",
-        help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
-        "sqlite+aiosqlite:///sessions.db (DatabaseSessionService), sqlite:///.adk/session.db "
-        "(SqliteSessionService, as adk web keeps it), redis://localhost:6379/0 "
-        "(a pairing+ prefix is accepted and ignored: the stored data is read).",
-        show_default=False,
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-#: What ``--since`` and ``--until`` take (`_common.parse_time` reads it).
-TIME_FORMS = "ISO 8601 (UTC unless a zone is given), epoch seconds, or an age such as 30m, 12h, 7d."
-
-
-def UpdatedOpt(flag: str, bound: str) -> Any:
-    """A bound on the sessions' update time, parsed later by `_common.parse_time`."""
-    return Annotated[
-        str | None, typer.Option(flag, metavar="TIME", help=f"Only sessions updated {bound}")
-    ]
-
-
-DebugOpt = Annotated[
-    bool, typer.Option("--debug", help="Show library logs and tracebacks on errors.")
-]
-OptionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--option",
-        "-o",
-        metavar="KEY=VALUE",
-        help="Passed to the store's factory, e.g. -o key_prefix=myapp: for Redis "
-        "(VALUE is parsed as JSON when it can be).",
-    ),
-]
-
 
 def _print_version(value: bool) -> None:
     if value:
@@ -252,7 +231,8 @@ def demo(
     debug: DebugOpt = False,
 ) -> None:
     """Kill a real ADK turn mid-tool, show what ADK does next, and show the repair."""
-    from ._demo import render, run_demo
+    from ._demo import run_demo
+    from ._demo_render import render
 
     report = run(run_demo(db, debug=debug), uri=None, debug=debug)
     if json_output:
@@ -268,178 +248,48 @@ def demo(
 )
 @guarded
 def scan(
-    targets: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="URI | --merge FILE...",
-            help="The session store, e.g. postgresql+asyncpg://user:pw@host:5432/db, "
-            "sqlite+aiosqlite:///sessions.db (DatabaseSessionService), "
-            "sqlite:///.adk/session.db (SqliteSessionService, as adk web keeps it), "
-            "redis://localhost:6379/0 (a pairing+ prefix is accepted and ignored: the "
-            "stored data is read); with --merge, the JSON outputs of the shards.",
-            show_default=False,
-        ),
-    ] = None,
-    app_names: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--app",
-            metavar="APP",
-            help="App to scan; repeat for several. Default: every app the store holds "
-            "(stores whose layout adk-pairing reads: ADK's SQL services and both Redis services).",
-        ),
-    ] = None,
-    user: Annotated[
-        str | None,
-        typer.Option("--user", metavar="USER", help="Only this user's sessions."),
-    ] = None,
-    since: UpdatedOpt("--since", "at or after TIME: " + TIME_FORMS) = None,
-    until: UpdatedOpt("--until", "at or before TIME.") = None,
-    fail_on: Annotated[
-        str,
-        typer.Option(
-            "--fail-on",
-            metavar="never|missing|pending|any",
-            help="Exit 1 when such calls are found (for cron and CI).",
-        ),
-    ] = "never",
-    reader: Annotated[
-        str,
-        typer.Option(
-            "--reader",
-            metavar="auto|direct|get-session",
-            help="auto: read the store's tables/keys in batches when their layout is known, "
-            "else get_session per session; direct: only the former; get-session: only the latter.",
-        ),
-    ] = "auto",
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency",
-            metavar="N",
-            min=1,
-            help="Queries in flight at most: get_session reads at once; direct reads fetch "
-            "one batch ahead when N >= 2.",
-        ),
-    ] = 8,
-    batch_size: Annotated[
-        int,
-        typer.Option("--batch-size", metavar="N", min=1, help="Sessions per batch (direct reads)."),
-    ] = 100,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            min=0.001,
-            help="Per-session limit: a get_session read, or rebuilding a session's events "
-            "on the direct path; a session over it is reported as unreadable and the scan "
-            "goes on.",
-        ),
-    ] = None,
-    limit: Annotated[
-        int, typer.Option("--limit", metavar="N", min=0, help="Rows shown in the text table.")
-    ] = 50,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Validate every event with ADK's models, as get_session does (slower). "
-            "By default only the rows naming calls, results or rewinds are read, and "
-            "only sessions found broken are validated in full before they are reported.",
-        ),
-    ] = False,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="K/N",
-            help="Scan only shard K (0 <= K < N) of N, by a stable hash of each session's "
-            "key; N scans with K = 0..N-1 cover every session once. Merge their --json "
-            "outputs with --merge.",
-        ),
-    ] = None,
-    jobs: Annotated[
-        int,
-        typer.Option(
-            "--jobs",
-            metavar="N",
-            min=1,
-            help="Worker processes: each scans 1/N of the sessions (of the --shard when "
-            "given), forked after start-up; one report, as one process gives. Up to the "
-            "cores this machine can spare; 1 (the default) scans in this process.",
-        ),
-    ] = 1,
-    merge: Annotated[
-        bool,
-        typer.Option(
-            "--merge",
-            help="Instead of scanning, merge the --json (or --json-lines) outputs of N "
-            "shards, given as FILE arguments, into the report one scan gives.",
-        ),
-    ] = False,
+    targets: TargetsArg = None,
+    app_names: AppsOpt = None,
+    user: OnlyUserOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    fail_on: FailOnOpt = "never",
+    reader: ReaderOpt = "auto",
+    concurrency: ConcurrencyOpt = 8,
+    batch_size: BatchSizeOpt = 100,
+    timeout: TimeoutOpt = None,
+    limit: LimitOpt = 50,
+    strict: StrictOpt = False,
+    shard: ShardOpt = None,
+    jobs: JobsOpt = 1,
+    merge: MergeOpt = False,
     option: OptionOpt = None,
     json_output: JsonOpt = False,
-    json_lines: Annotated[
-        bool,
-        typer.Option(
-            "--json-lines",
-            help="Stream one JSON object per broken or unreadable session as it is found, "
-            "then one summary object.",
-        ),
-    ] = False,
+    json_lines: JsonLinesOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
-    from ._common import CliError, fail, parse_time, stderr_console
+    from ._common import parse_time
     from ._direct import Shard
-    from ._scan import (
-        FAIL_ON_CHOICES,
-        Hooks,
-        ReaderChoice,
-        ScanOptions,
-        scan_store,
-        scan_with_progress,
+    from ._scan import ReaderChoice, ScanOptions
+    from ._scan_modes import (
+        Output,
+        check_choices,
+        merge_shards,
+        one_store,
+        scan_in_jobs,
+        scan_in_process,
     )
-    from ._scan_report import broken_session_record, load_report, merge_reports
-    from ._stop import StopRequest, stop_on_signals
-    from ._store import open_read_only, parse_options
 
-    if fail_on not in FAIL_ON_CHOICES:
-        raise typer.BadParameter(
-            f"{fail_on!r}; choose one of {', '.join(FAIL_ON_CHOICES)}", param_hint="--fail-on"
-        )
-    choices = [choice.value for choice in ReaderChoice]
-    if reader not in choices:
-        raise typer.BadParameter(f"{reader!r}; choose one of {', '.join(choices)}", "--reader")
-    if json_output and json_lines:
-        raise typer.BadParameter("use --json or --json-lines, not both", param_hint="--json-lines")
+    output = Output(json_output, json_lines, limit, fail_on)
+    check_choices(reader, output)
     if merge:
-        if not targets:
-            raise typer.BadParameter("name the shards' JSON outputs", param_hint="FILE")
-        if json_lines:
-            raise typer.BadParameter("a merge prints --json or text", param_hint="--json-lines")
-
-        async def merged() -> ScanResult:
-            return merge_reports([(path, load_report(path)) for path in targets])
-
-        _finish_scan(run(merged(), uri=None, debug=debug), json_output, False, limit, fail_on)
-    if not targets or len(targets) != 1:
-        raise typer.BadParameter(
-            "give one store URI (or --merge FILE... to merge shards' reports)", param_hint="URI"
-        )
-    uri = targets[0]
+        merge_shards(targets, output, debug=debug)
+    uri = one_store(targets)
     try:
         parsed_shard = Shard.parse(shard) if shard is not None else None
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--shard") from None
-    err = stderr_console()
-    hooks = Hooks()
-    if json_lines:
-        hooks = Hooks(
-            on_broken=lambda found: _print_line(broken_session_record(found)),
-            on_unreadable=lambda item: _print_line({"type": "unreadable", **item}),
-        )
 
     def make_options() -> ScanOptions:
         return ScanOptions(
@@ -456,113 +306,8 @@ def scan(
         )
 
     if jobs > 1:
-        from ._jobs import Streamed, scan_in_jobs
-
-        streamed = Streamed(
-            on_broken=_print_line if json_lines else None,
-            on_unreadable=(lambda item: _print_line({"type": "unreadable", **item}))
-            if json_lines
-            else None,
-            progress=err.is_terminal and not debug,
-        )
-        try:
-            result, stopped = scan_in_jobs(
-                jobs,
-                uri,
-                lambda: open_read_only(uri, parse_options(option)),
-                make_options,
-                streamed,
-                debug=debug,
-            )
-        except CliError as error:  # a worker's, reported once
-            fail(str(error), debug=debug, exit_code=error.exit_code, uri=uri)
-        _finish_scan(result, json_output, json_lines, limit, fail_on, stopped)
-
-    stop = StopRequest()
-
-    async def go() -> ScanResult:
-        with stop_on_signals(stop):
-            try:
-                return await scan_until_stopped()
-            except asyncio.CancelledError:
-                if not stop.requested:
-                    raise
-                # Stopped while the store was being opened: nothing was read.
-                raise stop.nothing_read() from None
-
-    async def scan_until_stopped() -> ScanResult:
-        options = make_options()
-        store = open_read_only(uri, parse_options(option))
-        try:
-            if err.is_terminal and not debug:
-                return await scan_with_progress(store, options, hooks, err, stop)
-            return await scan_store(store, options, hooks, stop)
-        finally:
-            await store.close()
-
-    result = run(go(), uri=uri, debug=debug)
-    _finish_scan(result, json_output, json_lines, limit, fail_on, stop)
-
-
-def _finish_scan(
-    result: ScanResult,
-    json_output: bool,
-    json_lines: bool,
-    limit: int,
-    fail_on: str,
-    stop: StopRequest | None = None,
-) -> NoReturn:
-    """Prints a scan's (or a merge's) report and exits with its code.
-
-    A scan a signal stopped exits 128 + its number; one that read nothing
-    exits 2 under ``--fail-on`` (it cannot tell a healthy store from a wrong
-    one), as does one with unreadable sessions.
-    """
-    from ._common import stderr_console
-    from ._scan_report import count_of as _count
-    from ._scan_report import render
-
-    err = stderr_console()
-    if json_lines:
-        summary = result.to_json()
-        del summary["findings"], summary["unreadable"]
-        _print_line({"type": "summary", **summary})
-    elif json_output:
-        print(dumps(result.to_json()))
-    else:
-        render(result, stdout_console(), limit=limit)
-    if result.partial and stop is not None:
-        err.print(
-            f"error: interrupted by {stop.signal_name}: the scan stopped after "
-            f"{_count(result.sessions_scanned, 'session')}; the counts are partial",
-            markup=False,
-            soft_wrap=True,
-        )
-        # Out now, as asked: the interpreter's shutdown (seconds on a loaded
-        # machine) would keep a stopped scan alive for nothing; the store is closed.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(stop.exit_code)
-    if result.unreadable:
-        err.print(
-            f"error: {len(result.unreadable)} sessions could not be read; the scan is incomplete",
-            markup=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_ERROR)
-    if fail_on != "never" and result.sessions_scanned == 0:
-        err.print(
-            f"error: the scan read no session, so --fail-on {fail_on} cannot tell a healthy "
-            "store from a wrong one: check the URI, --app, --user, --since and --until",
-            markup=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_ERROR)
-    raise typer.Exit(result.exit_code(fail_on))
-
-
-def _print_line(record: dict[str, object]) -> None:
-    print(json_text(record, indent=None), flush=True)
+        scan_in_jobs(jobs, uri, option, make_options, output, debug=debug)
+    scan_in_process(uri, option, make_options, output, debug=debug)
 
 
 @app.command(cls=PlainHelpCommand, short_help="Print a session as stored and as repaired.")

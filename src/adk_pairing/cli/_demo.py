@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import shutil
 import signal
-import sqlite3
 import sys
 import tempfile
-import textwrap
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -46,14 +43,13 @@ from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
-from rich.console import Console
 
 from ..adk import (
     adk_drops_unanswered_calls,
     anthropic_converter_installed,
     close_session_service,
 )
-from ..core.placeholders import METADATA_KEY, placeholder_text
+from ..core.placeholders import METADATA_KEY
 from ..ledger import analyze
 from ..rules.checks import violations_of
 from ..rules.provider_rules import PROVIDER_RULES
@@ -70,7 +66,7 @@ from ._demo_agent import (
     build_agent,
     user_message,
 )
-from ._printable import printable
+from ._demo_store import copy_store, digest, event_rows, rows_containing
 
 #: The warning ADK >= 2.10 logs when it removes an unanswered call from a request.
 ADK_DROP_WARNING = "Dropping function calls with no matching function response"
@@ -228,62 +224,6 @@ def _outline(contents: list[types.Content]) -> str:
                 kinds.append("text")
         items.append(f"{content.role} " + "+".join(kinds or ["(empty)"]))
     return " · ".join(items)
-
-
-def event_rows(db_path: Path) -> dict[tuple[str, ...], str]:
-    """sha256 of every raw row of the ``events`` table, keyed by primary key.
-
-    Read with the standard ``sqlite3`` module, not through ADK: the point is
-    to look at the bytes the store holds, not at ADK's reading of them.
-    """
-    connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    try:
-        cursor = connection.execute("SELECT * FROM events")
-        columns = [d[0] for d in cursor.description]
-        key_columns = [columns.index(c) for c in ("app_name", "user_id", "session_id", "id")]
-        rows: dict[tuple[str, ...], str] = {}
-        for row in cursor:
-            key = tuple(str(row[i]) for i in key_columns)
-            rows[key] = hashlib.sha256(repr(tuple(row)).encode()).hexdigest()
-        return rows
-    finally:
-        connection.close()
-
-
-def rows_containing(db_path: Path, markers: tuple[str, ...]) -> int:
-    """How many rows of any table contain one of `markers` in any column."""
-    connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    try:
-        tables = [
-            name
-            for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        ]
-        found = 0
-        for table in tables:
-            for row in connection.execute(f'SELECT * FROM "{table}"'):
-                text = repr(tuple(row))
-                if any(marker in text for marker in markers):
-                    found += 1
-        return found
-    finally:
-        connection.close()
-
-
-def _digest(rows: dict[tuple[str, ...], str], keys: list[tuple[str, ...]]) -> str:
-    combined = hashlib.sha256()
-    for key in keys:
-        combined.update(repr(key).encode())
-        combined.update(rows.get(key, "<absent>").encode())
-    return combined.hexdigest()
-
-
-def _copy_store(source: Path, target: Path) -> None:
-    """A consistent copy through SQLite's backup API (it honours any journal)."""
-    with (
-        contextlib.closing(sqlite3.connect(source)) as src,
-        contextlib.closing(sqlite3.connect(target)) as dst,
-    ):
-        src.backup(dst)
 
 
 async def _wait_for_call(
@@ -462,8 +402,8 @@ async def paired_turn(db_path: Path, session_id: str, report: DemoReport) -> Non
         "rows_before": len(before),
         "rows_after": len(after),
         "new_rows": new_rows,
-        "pre_existing_rows_sha256_before": _digest(before, keys),
-        "pre_existing_rows_sha256_after": _digest(after, keys),
+        "pre_existing_rows_sha256_before": digest(before, keys),
+        "pre_existing_rows_sha256_after": digest(after, keys),
         "rows_with_marker": marked_rows,
         "store_still_shows_call_missing": still_missing,
     }
@@ -512,94 +452,10 @@ async def run_demo(db: Path | None, *, debug: bool = False) -> DemoReport:
         )
         await interrupt_turn(db_path, session_id, report, debug=debug)
         copy = workdir / "unwrapped-copy.db"
-        _copy_store(db_path, copy)
+        copy_store(db_path, copy)
         await unwrapped_turn(copy, session_id, report)
         await paired_turn(db_path, session_id, report)
         report.paired["kept_store"] = db is not None
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def render(report: DemoReport, console: Console) -> None:
-    """About 25 lines of at most ~80 columns: the failure, the repair, the verdict."""
-    checks = {check.id: check for check in report.checks}
-
-    def say(text: str) -> None:
-        console.print(printable(text), markup=False)
-
-    def mark(name: str) -> str:
-        return "✓" if checks[name].passed else "✗"
-
-    def quote(text: str, lines: int = 2) -> None:
-        wrapped = textwrap.wrap(text, width=76, max_lines=lines, placeholder=" …")
-        for line in wrapped:
-            say(f"    {line}")
-
-    i, u, p = report.interrupted, report.unwrapped, report.paired
-    say(f"adk-pairing demo · google-adk {report.adk_version} · SqliteSessionService on")
-    say(f"  {report.store}")
-    say("")
-    say("1. A turn dies while its tool runs")
-    say(f"  {mark('turn_interrupted')} child {i['child_pid']} ran a real Runner; the model called")
-    say(f"    {TOOL_NAME} (id {CALL_ID}); call stored, tool running")
-    say(
-        f"    → SIGKILL → exit {i['child_returncode']}; "
-        f"{len(i['missing_calls'])} stored call has no result"
-    )
-    say("2. Next turn through the plain SqliteSessionService (a copy of the store)")
-    wrong = mark("unprotected_turn_fails") == "✓"
-    if u["behaviour"] == "dropped":
-        say(
-            f"  {'!' if wrong else '✗'} ADK {report.adk_version} dropped the call from the request;"
-        )
-        say("    its only trace is a log warning:")
-        quote(repr(u["adk_warning"]))
-        say(f"    request: {u['request_outline']}")
-        say("    → the model is never told the refund may already have been issued")
-    elif u["behaviour"] == "sent_unpaired":
-        say(
-            f"  {'!' if wrong else '✗'} ADK {report.adk_version} sent the unanswered call; "
-            f"{report.rule.rejects}"
-        )
-        say("    this request and every later one (HTTP 400):")
-        quote(u["request_violations"][0])
-        say(f"    request: {u['request_outline']}")
-    else:
-        say("  ✗ no failure observed: neither a dropped call nor a pairing violation")
-    # When ADK sent the history as stored, its violation was just quoted: once is enough.
-    if u["history_as_stored_violations"] and u["behaviour"] != "sent_unpaired":
-        say(f"    sent as stored, {report.rule.rejects} it:")
-        quote(u["history_as_stored_violations"][0])
-    say("3. Same turn through PairingSessionService")
-    rule = "repaired_request_valid"
-    say(f"  {mark(rule)} request passes {report.rule.name}; the call is kept:")
-    say(f"    {p['request_outline']}")
-    synthetic = p["synthetic_result"] or {}
-    say(
-        f"  {mark('synthetic_result_seen')} the model saw a synthetic result, "
-        f"status {synthetic.get('status')!r}:"
-    )
-    quote(repr(str(placeholder_text(synthetic) or "")), lines=3)
-    digest_before = p["pre_existing_rows_sha256_before"][:12]
-    digest_after = p["pre_existing_rows_sha256_after"][:12]
-    say(
-        f"  {mark('stored_rows_unchanged')} the {p['rows_before']} stored event "
-        "rows are byte-for-byte unchanged:"
-    )
-    say(f"    sha256 {digest_before}… before, {digest_after}… after (+{p['new_rows']} new rows)")
-    say(
-        f"  {mark('nothing_synthetic_stored')} {p['rows_with_marker']} rows contain "
-        f"{METADATA_KEY!r}; the store still has the call unanswered"
-    )
-    passed = sum(1 for check in report.checks if check.passed)
-    verdict = "the repair works." if report.ok else "FAILED."
-    say("")
-    say(f"{passed}/{len(report.checks)} checks passed: {verdict}")
-    if report.rule.note:
-        say(report.rule.note)
-    if p.get("kept_store"):
-        say(
-            f"Inspect: adk-pairing show {report.store} --app {APP_NAME} --user {USER_ID} "
-            f"--session {report.session_id}"
-        )

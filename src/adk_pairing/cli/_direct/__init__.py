@@ -7,7 +7,8 @@ read we fetch the events of many sessions at once and rebuild them exactly as
 ADK does.
 
 One module per store layout, beside `base` (what every reader shares: the
-window, shards, keyset pages, the one triage, the ``concurrency`` rule). Each
+window, shards, the ``concurrency`` rule) and `_paged` (the SQL layouts' keyset
+pages and the one triage). Each
 declares ``LAYOUT``, a `base.StoreLayout`: the class that writes the layout
 and how to open a reader for it. `direct_reader` finds the layout of a service
 by what the service is (`base.is_service`): adding a store is one module here

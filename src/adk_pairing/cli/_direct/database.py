@@ -32,9 +32,9 @@ from google.adk.sessions.base_session_service import BaseSessionService
 
 from ...adk import internals
 from .._fast import CALL_MARKERS, LightEvent, light_event, parse_json
+from ._paged import PagedReader
 from .base import (
     NoAdkTables,
-    PagedReader,
     ReadItem,
     SessionKey,
     StoreLayout,

@@ -23,8 +23,8 @@ from google.adk.sessions.base_session_service import BaseSessionService
 
 from ...adk import sqlite_service_tie_break
 from .._fast import CALL_MARKERS, LightEvent, light_event, parse_json
+from ._paged import PagedReader
 from .base import (
-    PagedReader,
     ReadItem,
     SessionKey,
     StoreLayout,
