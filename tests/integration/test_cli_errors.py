@@ -168,6 +168,12 @@ def test_bad_fail_on_value_is_a_usage_error(sqlite_store: str) -> None:
     assert "--fail-on" in result.output
 
 
+def test_bad_reader_value_is_a_usage_error(sqlite_store: str) -> None:
+    result = runner.invoke(app, ["scan", sqlite_store, "--app", "shop", "--reader", "x"])
+    assert result.exit_code == 2, result.output
+    assert "--reader" in result.output and "choose one of" in result.output
+
+
 def test_debug_prints_the_traceback_with_password_masked() -> None:
     uri = f"postgresql+asyncpg://postgres:{SECRET}@127.0.0.1:1/agents"
     result = runner.invoke(app, ["scan", uri, "--app", "a", "--debug"])

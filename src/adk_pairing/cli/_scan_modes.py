@@ -50,7 +50,9 @@ def check_choices(reader: str, output: Output) -> None:
         )
     choices = [choice.value for choice in ReaderChoice]
     if reader not in choices:
-        raise typer.BadParameter(f"{reader!r}; choose one of {', '.join(choices)}", "--reader")
+        raise typer.BadParameter(
+            f"{reader!r}; choose one of {', '.join(choices)}", param_hint="--reader"
+        )
     if output.json_output and output.json_lines:
         raise typer.BadParameter("use --json or --json-lines, not both", param_hint="--json-lines")
 
