@@ -19,20 +19,11 @@ from adk_pairing.rules.checks import violations_of
 from adk_pairing.rules.provider_rules import PROVIDER_RULES
 
 from .events import call, model_event, response, response_event, user_text
+from .test_builder_rules import BY_LAST_RESPONSE, WALKS_BACK
 from .test_properties import adk_request_contents
 
 TEXTS = PlaceholderTexts()
-TRAITS = {
-    "newest": NEWEST_BUILDER,
-    "walks back": BuilderTraits(
-        history_pairs_by_last_response=False, latest_response_walks_back=True
-    ),
-    "by last response": BuilderTraits(
-        history_pairs_by_last_response=True,
-        latest_response_walks_back=True,
-        drops_orphan_responses=False,
-    ),
-}
+TRAITS = {"newest": NEWEST_BUILDER, "walks back": WALKS_BACK, "by last response": BY_LAST_RESPONSE}
 
 
 def parallel_answered_one_event_each(width: int, answered: int, *, then_text: bool) -> list[Event]:

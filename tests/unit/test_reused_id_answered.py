@@ -26,19 +26,11 @@ from adk_pairing.wire import IrregularShape
 from tests.adk_features import ADK_VERSION, BUILDER_DROPS_UNANSWERED_CALLS, requires
 
 from .events import call, model_event, response, response_event, user_text
+from .test_builder_rules import BY_LAST_RESPONSE, WALKS_BACK
 
 TEXTS = PlaceholderTexts()
 REUSED = IrregularShape.CALL_ID_REUSED_WHILE_OPEN
-OLDER = {
-    "walks back": BuilderTraits(
-        history_pairs_by_last_response=False, latest_response_walks_back=True
-    ),
-    "by last response": BuilderTraits(
-        history_pairs_by_last_response=True,
-        latest_response_walks_back=True,
-        drops_orphan_responses=False,
-    ),
-}
+OLDER = {"walks back": WALKS_BACK, "by last response": BY_LAST_RESPONSE}
 newest_builder_installed = pytest.mark.skipif(
     builder_traits() != NEWEST_BUILDER,
     reason=f"google-adk {ADK_VERSION}'s request builder pairs reused ids the older ways",
