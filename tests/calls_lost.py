@@ -86,12 +86,21 @@ def sent_calls(contents: Sequence[types.Content]) -> list[SentCall]:
     return found
 
 
+def _stored_id(event: Event, part_index: int, call_id: str | None) -> str | None:
+    """The id of the call at `part_index` as stored; the ledger reads ``""`` as None."""
+    parts = (event.content.parts if event.content else None) or ()
+    call = parts[part_index].function_call if part_index < len(parts) else None
+    return call.id if call is not None and (call.id or None) == call_id else call_id
+
+
 def with_real_results(history: Sequence[Event]) -> list[Event]:
     """A copy of `history` where a real result event follows every event with unanswered calls.
 
     Unanswered as the installed release's builder pairs (`build_ledger`); each
     result event is what a tool writes: authored by the calling agent, in its
-    invocation and branch, role ``user``, no metadata of ours.
+    invocation and branch, role ``user``, no metadata of ours, and the call's id
+    exactly as stored (a tool answers with its call's id: ``""`` stays ``""``,
+    which older rearrangers match by equality, as the view's placeholders do).
     """
     open_calls = build_ledger(history).open_calls
     copy: list[Event] = []
@@ -103,7 +112,9 @@ def with_real_results(history: Sequence[Event]) -> list[Event]:
         parts = [
             types.Part(
                 function_response=types.FunctionResponse(
-                    id=call.call_id, name=call.name, response=ORACLE_RESULT
+                    id=_stored_id(event, call.part_index, call.call_id),
+                    name=call.name,
+                    response=ORACLE_RESULT,
                 )
             )
             for call in calls

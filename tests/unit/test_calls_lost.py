@@ -88,6 +88,25 @@ def test_only_calls_adk_shows_the_agent_count() -> None:
     assert [c.call_id for c in calls_that_count(history, branch="mine")] == ["a1"]
 
 
+def test_the_oracles_result_carries_the_calls_id_as_stored() -> None:
+    """A tool answers a call stored with ``""`` with ``""``, never None.
+
+    Older rearrangers pair results with calls by equal ids: with None, an
+    earlier event holding a ``""`` result and a call kept its place in the
+    oracle's build though a real result would leave it out, so the view's
+    request (whose placeholder says ``""``) was charged with its call.
+    """
+    history = [
+        user_text(),
+        model_event([response("", "fetch"), call("", "fetch")]),
+        model_event([call("", "fetch")]),
+        user_text("again"),
+    ]
+    results = [e for e in oracle.with_real_results(history) if e not in history]
+    ids = [p.function_response.id for e in results for p in e.content.parts]  # type: ignore[union-attr]
+    assert ids == ["", ""]
+
+
 def test_a_renamed_id_is_matched_by_name_and_position() -> None:
     history = [user_text(), model_event([call("c1")]), user_text("again")]
     received = [
