@@ -375,6 +375,18 @@ def test_the_wire_rules_import_nothing_of_ours() -> None:
     assert _graph()["wire"] == set()
 
 
+def test_the_wire_rules_probe_nothing_of_adk() -> None:
+    """What the installed ADK does is probed in adk/: wire imports no ADK module, anywhere."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse((PACKAGE / "wire.py").read_text())):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append(node.module or "")
+    assert names, "the walk found wire's imports"
+    assert [name for name in names if name.startswith("google.adk")] == []
+
+
 def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:
     """No module restates a wire rule under its name, public or private."""
     restated: list[str] = []

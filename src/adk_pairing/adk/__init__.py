@@ -12,8 +12,10 @@ docs/compatibility.md; the code keeps one line of reason per probe.
   (`builder_traits`), whether it drops a call nothing answers
   (`adk_drops_unanswered_calls`) and how to call it (`contents_builder`);
 * `adk_pairing.adk.events`: what ADK decides from an event's ``error_code``;
-* `adk_pairing.adk.models`: which model converters this process can use, and
-  how to call LiteLlm's conversion (`litellm_completion_inputs`);
+* `adk_pairing.adk.models`: which model converters this process can use,
+  whether the Anthropic one sends a signed thought as thinking
+  (`converter_sends_signed_thoughts`, which the wire rules ask) and how to
+  call LiteLlm's conversion (`litellm_completion_inputs`);
 * `adk_pairing.adk.stores`: what the session stores offer (closing, Redis,
   SQLite URIs, the error for a missing session, which ones check a session's
   owner themselves, whether ``list_sessions`` needs a user, how SQLite orders
@@ -35,7 +37,12 @@ from .builder import (
     left_out_call_names,
 )
 from .events import adk_reads_error_code_of_responses
-from .models import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
+from .models import (
+    anthropic_converter_installed,
+    converter_sends_signed_thoughts,
+    litellm_completion_inputs,
+    litellm_imported,
+)
 from .stores import (
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,
@@ -65,6 +72,7 @@ __all__ = [
     "checks_ownership",
     "close_session_service",
     "contents_builder",
+    "converter_sends_signed_thoughts",
     "database_drops_subsecond_times",
     "has_adk_redis_session_service",
     "is_sqlite_backed",
