@@ -51,9 +51,10 @@ LAYERS = {
 #: The modules outside the folders: the package's front (``__init__``, which
 #: exports the shells' names) and ``python -m adk_pairing`` (the command line).
 OUTSIDE_THE_FOLDERS = {"": SHELLS, "__main__": CLI}
-#: Below the shells nothing awaits (no ``async def``, no ``await``) but the
-#: store probes: closing a service is awaiting it.
-AWAITS_BELOW_THE_SHELLS = frozenset({"adk.stores"})
+#: Below the shells nothing awaits (no ``async def``, no ``await``) but two
+#: ADK probes whose ADK function is a coroutine: closing a store, and running
+#: ADK's contents request processor again (the plugin's restore).
+AWAITS_BELOW_THE_SHELLS = frozenset({"adk.stores", "adk.callbacks"})
 
 
 #: The wire rules (`adk_pairing.wire`): defined there, imported everywhere else.
