@@ -19,7 +19,11 @@ docs/compatibility.md; the code keeps one line of reason per probe.
 * `adk_pairing.adk.stores`: what the session stores offer (closing, Redis,
   SQLite URIs, the error for a missing session, which ones check a session's
   owner themselves, whether ``list_sessions`` needs a user, how SQLite orders
-  tied events);
+  tied events, what an append changes in the session object before the store
+  writes it);
+* `adk_pairing.adk.callbacks`: the invocation a callback context keeps
+  (`invocation_of`) and ADK's contents processor run again
+  (`rerun_contents_processor`);
 * `adk_pairing.adk.internals`: the session services' private attributes the
   scan's direct reader reads, each in one function.
 """
@@ -47,6 +51,7 @@ from .stores import (
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,
     SessionNotFoundError,
+    SessionObjectBeforeAppend,
     checks_ownership,
     close_session_service,
     database_drops_subsecond_times,
@@ -65,6 +70,7 @@ __all__ = [
     "REDIS_ALTERNATIVE",
     "BuilderTraits",
     "SessionNotFoundError",
+    "SessionObjectBeforeAppend",
     "adk_drops_unanswered_calls",
     "adk_reads_error_code_of_responses",
     "anthropic_converter_installed",
