@@ -5,7 +5,8 @@ them: the ledger (`adk_pairing.ledger`), the view, the request pass
 (`adk_pairing.passes.request_pass`), the providers' rules (`adk_pairing.rules.provider_rules`)
 and the plugin. This module imports nothing of ours. Where a rule differs by
 ADK release, the rule here is the newest converter's, the difference is
-detected by feature, and docs/compatibility.md says which releases and where.
+detected by feature in `adk_pairing.adk` (this module probes nothing), and
+docs/compatibility.md says which releases and where.
 
 The rules:
 
@@ -18,8 +19,8 @@ The rules:
   the first match wins and the rest of the part is dropped. So a part holding
   a call beside text or a signed thought is not a call on the wire
   (`never_sent_as_a_call`); only a malformed part holds both. A converter
-  without thinking sends a signed thought's call as a call
-  (`converter_sends_signed_thoughts`); a thought signature with nothing
+  without thinking sends a signed thought's call as a call (probed in
+  `adk_pairing.adk`, `use_signed_thoughts_probe`); a thought signature with nothing
   beside it is dropped (``_is_content_free_signature``; `Block.DROPPED`).
 * **Who answers an id-less call**, twice over because two of ADK's stages
   pair them differently:
@@ -61,10 +62,9 @@ The rules:
 from __future__ import annotations
 
 import enum
-import functools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from google.genai import types
 
@@ -87,6 +87,9 @@ LEFT_OUT_CALL_NAMES = frozenset(
 
 #: Tool ids the Messages API accepts; ADK's sanitizer keeps exactly these.
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+#: The type of the block the Messages API carries a tool call in.
+ANTHROPIC_CALL_BLOCK = "tool_use"
 
 #: How the fallback ids of ADK's Anthropic converter start (``_ToolUseIdSanitizer``).
 ANTHROPIC_FALLBACK_PREFIX = "toolu_fallback_"
@@ -162,9 +165,7 @@ class Block(enum.Enum):
 
 def anthropic_block(part: types.Part) -> Block:
     """What ADK's Anthropic converter sends `part` as (module docstring)."""
-    if part.thought and (
-        part.text or (part.thought_signature and converter_sends_signed_thoughts())
-    ):
+    if part.thought and (part.text or (part.thought_signature and _sends_signed_thoughts())):
         return Block.OTHER
     if part.text:
         return Block.OTHER
@@ -185,46 +186,44 @@ def never_sent_as_a_call(part: types.Part) -> bool:
     Only a malformed part holds a call or a result beside text or a signed
     thought; the converter then sends the text or thinking and drops the rest
     (a signed thought only where it sends one as thinking,
-    `converter_sends_signed_thoughts`).
+    `use_signed_thoughts_probe`).
     """
     # Branches, not one bool(...): the request pass asks this of every call and result.
     if part.text:
         return True
     if not part.thought:
         return False
-    return bool(part.thought_signature) and converter_sends_signed_thoughts()
+    return bool(part.thought_signature) and _sends_signed_thoughts()
 
 
-@functools.cache
-def converter_sends_signed_thoughts() -> bool:
-    """Whether the installed ADK's Anthropic converter sends a signed thought as thinking.
+def _newest_converter_sends_signed_thoughts() -> bool:
+    return True
 
-    A converter without thinking (``part_to_message_block``) sends such a
-    part's call as a call, and raises ``NotImplementedError`` on a signed
-    thought with nothing else. Probed once by converting one part; without the
-    ``anthropic`` package the newest converter is assumed.
+
+#: Whether the installed converter sends a signed thought as thinking (module
+#: docstring): the one fact these rules take from the installed release. Probing
+#: it is ADK's layer's job (`adk_pairing.adk.converter_sends_signed_thoughts`),
+#: which sets it here when imported (`use_signed_thoughts_probe`); importing the
+#: package imports that layer before any rule runs.
+_sends_signed_thoughts: Callable[[], bool] = _newest_converter_sends_signed_thoughts
+
+
+def use_signed_thoughts_probe(probe: Callable[[], bool]) -> None:
+    """Makes the rules ask `probe` whether the converter sends a signed thought as thinking.
+
+    Until it is called the newest converter's answer (it does) stands. The
+    rules ask only of a part with a signed thought, so a probe that costs
+    (importing the converter) runs only where such a part exists.
     """
-    try:
-        from google.adk.models import anthropic_llm
-
-        block = anthropic_llm.part_to_message_block(
-            types.Part(
-                thought=True,
-                thought_signature=b"cHJvYmU=",
-                function_call=types.FunctionCall(name="probe", args={}),
-            )
-        )
-    except Exception:  # no anthropic package, or a reshaped converter: the newest
-        return True
-    kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
-    return kind != "tool_use"
+    global _sends_signed_thoughts
+    _sends_signed_thoughts = probe
 
 
 def is_mixed(part: types.Part) -> bool:
     """Whether `part` holds a call or a result that the converter would drop from it.
 
     That is: beside text, beside a signed thought where the converter sends
-    that as thinking (`converter_sends_signed_thoughts`), or a call beside a
+    that as thinking (`use_signed_thoughts_probe`), or a call beside a
     result (the call wins).
     """
     call, response = part.function_call, part.function_response

@@ -180,13 +180,13 @@ def test_a_remembered_restore_sends_what_a_fresh_one_does(
     # requests must be what a plugin that never saw the session sends.
     import adk_pairing.shells.plugin as plugin_module
 
-    real_build = plugin_module._build_contents
+    real_build = plugin_module.rerun_contents_processor
 
     async def counting_build(*args, **kwargs):  # type: ignore[no-untyped-def]
         _BUILDS.append(1)
         return await real_build(*args, **kwargs)
 
-    monkeypatch.setattr(plugin_module, "_build_contents", counting_build)
+    monkeypatch.setattr(plugin_module, "rerun_contents_processor", counting_build)
     generator = HistoryGenerator(SEED)
     differing: list[list[Event]] = []
     remembered = 0

@@ -89,3 +89,28 @@ def test_without_workflows_only_the_event_itself_is_read(
         Event.is_final_response(failed.model_copy(update={"error_code": None}))
     )
     assert events.adk_reads_error_code_of_responses.__wrapped__() is reads_it
+
+
+def test_the_wire_rules_ask_adks_converter_probe_once_the_package_is_imported() -> None:
+    """Importing any module of ours sets the probe before a wire rule runs (a fresh process)."""
+    import subprocess
+
+    code = (
+        "import adk_pairing.wire as wire, sys\n"
+        "probe = sys.modules['adk_pairing.adk.models'].converter_sends_signed_thoughts\n"
+        "assert wire._sends_signed_thoughts is probe, wire._sends_signed_thoughts\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_without_the_anthropic_converter_a_signed_thought_is_taken_for_thinking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import google.adk.models
+
+    from adk_pairing.adk import models
+
+    monkeypatch.delattr(google.adk.models, "anthropic_llm", raising=False)
+    monkeypatch.setitem(sys.modules, "google.adk.models.anthropic_llm", None)
+    assert models.converter_sends_signed_thoughts.__wrapped__() is True

@@ -51,9 +51,10 @@ LAYERS = {
 #: The modules outside the folders: the package's front (``__init__``, which
 #: exports the shells' names) and ``python -m adk_pairing`` (the command line).
 OUTSIDE_THE_FOLDERS = {"": SHELLS, "__main__": CLI}
-#: Below the shells nothing awaits (no ``async def``, no ``await``) but the
-#: store probes: closing a service is awaiting it.
-AWAITS_BELOW_THE_SHELLS = frozenset({"adk.stores"})
+#: Below the shells nothing awaits (no ``async def``, no ``await``) but two
+#: ADK probes whose ADK function is a coroutine: closing a store, and running
+#: ADK's contents request processor again (the plugin's restore).
+AWAITS_BELOW_THE_SHELLS = frozenset({"adk.stores", "adk.callbacks"})
 
 
 #: The wire rules (`adk_pairing.wire`): defined there, imported everywhere else.
@@ -373,6 +374,18 @@ def test_a_re_export_is_caught() -> None:
 
 def test_the_wire_rules_import_nothing_of_ours() -> None:
     assert _graph()["wire"] == set()
+
+
+def test_the_wire_rules_probe_nothing_of_adk() -> None:
+    """What the installed ADK does is probed in adk/: wire imports no ADK module, anywhere."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse((PACKAGE / "wire.py").read_text())):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append(node.module or "")
+    assert names, "the walk found wire's imports"
+    assert [name for name in names if name.startswith("google.adk")] == []
 
 
 def test_each_wire_rule_is_defined_in_the_wire_module_alone() -> None:

@@ -121,13 +121,13 @@ def test_a_request_that_carries_every_call_runs_no_second_builder(monkeypatch) -
     import adk_pairing.shells.plugin as plugin_module
 
     builds: list[int] = []
-    real_build = plugin_module._build_contents
+    real_build = plugin_module.rerun_contents_processor
 
     async def counting_build(*args, **kwargs):  # type: ignore[no-untyped-def]
         builds.append(1)
         return await real_build(*args, **kwargs)
 
-    monkeypatch.setattr(plugin_module, "_build_contents", counting_build)
+    monkeypatch.setattr(plugin_module, "rerun_contents_processor", counting_build)
 
     def event(role: str, part: types.Part, **fields: object) -> Event:
         author = "user" if role == "user" and part.text else AGENT_NAME
@@ -166,13 +166,13 @@ def test_a_restore_is_paid_once_then_remembered(monkeypatch) -> None:
     import adk_pairing.shells.plugin as plugin_module
 
     builds: list[int] = []
-    real_build = plugin_module._build_contents
+    real_build = plugin_module.rerun_contents_processor
 
     async def counting_build(*args, **kwargs):  # type: ignore[no-untyped-def]
         builds.append(1)
         return await real_build(*args, **kwargs)
 
-    monkeypatch.setattr(plugin_module, "_build_contents", counting_build)
+    monkeypatch.setattr(plugin_module, "rerun_contents_processor", counting_build)
     interrupted = [user_text("hi", "i0"), model_event([call("c9")], invocation_id="i0")]
     asked = [*interrupted, user_text("and?", "i1")]
     answered = [

@@ -148,7 +148,7 @@ async def test_a_builder_refusing_the_restored_history_is_logged_once_and_not_re
             raise ValueError("No function call event found")
         return list(llm_request.contents)
 
-    monkeypatch.setattr("adk_pairing.shells.plugin._build_contents", build)
+    monkeypatch.setattr("adk_pairing.shells.plugin.rerun_contents_processor", build)
     events = [
         Event(author="user", invocation_id="i", content=types.Content(role="user", parts=[])),
         call_event("job_1", held_open=False),

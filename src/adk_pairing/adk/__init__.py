@@ -12,12 +12,18 @@ docs/compatibility.md; the code keeps one line of reason per probe.
   (`builder_traits`), whether it drops a call nothing answers
   (`adk_drops_unanswered_calls`) and how to call it (`contents_builder`);
 * `adk_pairing.adk.events`: what ADK decides from an event's ``error_code``;
-* `adk_pairing.adk.models`: which model converters this process can use, and
-  how to call LiteLlm's conversion (`litellm_completion_inputs`);
+* `adk_pairing.adk.models`: which model converters this process can use,
+  whether the Anthropic one sends a signed thought as thinking
+  (`converter_sends_signed_thoughts`, which the wire rules ask) and how to
+  call LiteLlm's conversion (`litellm_completion_inputs`);
 * `adk_pairing.adk.stores`: what the session stores offer (closing, Redis,
   SQLite URIs, the error for a missing session, which ones check a session's
   owner themselves, whether ``list_sessions`` needs a user, how SQLite orders
-  tied events);
+  tied events, what an append changes in the session object before the store
+  writes it);
+* `adk_pairing.adk.callbacks`: the invocation a callback context keeps
+  (`invocation_of`) and ADK's contents processor run again
+  (`rerun_contents_processor`);
 * `adk_pairing.adk.internals`: the session services' private attributes the
   scan's direct reader reads, each in one function.
 """
@@ -35,11 +41,17 @@ from .builder import (
     left_out_call_names,
 )
 from .events import adk_reads_error_code_of_responses
-from .models import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
+from .models import (
+    anthropic_converter_installed,
+    converter_sends_signed_thoughts,
+    litellm_completion_inputs,
+    litellm_imported,
+)
 from .stores import (
     MIN_ADK_FOR_REDIS,
     REDIS_ALTERNATIVE,
     SessionNotFoundError,
+    SessionObjectBeforeAppend,
     checks_ownership,
     close_session_service,
     database_drops_subsecond_times,
@@ -58,6 +70,7 @@ __all__ = [
     "REDIS_ALTERNATIVE",
     "BuilderTraits",
     "SessionNotFoundError",
+    "SessionObjectBeforeAppend",
     "adk_drops_unanswered_calls",
     "adk_reads_error_code_of_responses",
     "anthropic_converter_installed",
@@ -65,6 +78,7 @@ __all__ = [
     "checks_ownership",
     "close_session_service",
     "contents_builder",
+    "converter_sends_signed_thoughts",
     "database_drops_subsecond_times",
     "has_adk_redis_session_service",
     "is_sqlite_backed",

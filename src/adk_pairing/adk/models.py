@@ -1,4 +1,7 @@
-"""Which of ADK's model converters this process can use, without importing a provider."""
+"""Which of ADK's model converters this process can use, and what the installed ones do.
+
+Nothing here imports a provider until it is asked about one.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,10 @@ import importlib
 import inspect
 import sys
 from typing import Any
+
+from google.genai import types
+
+from .. import wire
 
 
 @functools.cache
@@ -17,6 +24,37 @@ def anthropic_converter_installed() -> bool:
     except ImportError:
         return False
     return True
+
+
+@functools.cache
+def converter_sends_signed_thoughts() -> bool:
+    """Whether the installed ADK's Anthropic converter sends a signed thought as thinking.
+
+    A converter without thinking (``part_to_message_block``) sends such a
+    part's call as a call, and raises ``NotImplementedError`` on a signed
+    thought with nothing else. Probed once by converting one part; without the
+    ``anthropic`` package the newest converter is assumed. The wire rules ask
+    it (`adk_pairing.wire.use_signed_thoughts_probe`, set below).
+    """
+    try:
+        from google.adk.models import anthropic_llm
+
+        block = anthropic_llm.part_to_message_block(
+            types.Part(
+                thought=True,
+                thought_signature=b"cHJvYmU=",
+                function_call=types.FunctionCall(name="probe", args={}),
+            )
+        )
+    except Exception:  # no anthropic package, or a reshaped converter: the newest
+        return True
+    kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+    return kind != wire.ANTHROPIC_CALL_BLOCK
+
+
+# The wire rules hold what a part is sent as; whether a signed thought is
+# thinking is this release's answer, so they ask this probe.
+wire.use_signed_thoughts_probe(converter_sends_signed_thoughts)
 
 
 def litellm_imported() -> bool:

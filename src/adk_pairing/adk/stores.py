@@ -14,6 +14,7 @@ from typing import Any
 
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.session import Session
 
 from ._modules import module_exists
 
@@ -63,6 +64,43 @@ def is_sqlite_backed(inner: object) -> bool:
         return False
     dialect = getattr(getattr(inner, "db_engine", None), "dialect", None)
     return getattr(dialect, "name", None) == "sqlite"
+
+
+#: Marks a state key that did not exist before an append.
+_ABSENT = object()
+
+
+class SessionObjectBeforeAppend:
+    """What an append is about to change in the session object, to take it back (`restore`).
+
+    ADK's base ``append_event`` updates the session object it is given (the
+    event's state delta into ``state``, temporary keys included, then the
+    event onto ``events``) before a store such as Redis writes it; when that
+    write raises, the object holds what the store does not. Noted before the
+    append: the number of events and what the event's own state keys held
+    (O(delta), not O(state)).
+    """
+
+    __slots__ = ("_events", "_session", "_state")
+
+    def __init__(self, session: Session, event: Event) -> None:
+        self._session = session
+        self._events = len(session.events)
+        delta = event.actions.state_delta if event.actions is not None else None
+        state = session.state
+        self._state = {key: state.get(key, _ABSENT) for key in delta} if delta else None
+
+    def restore(self) -> None:
+        """Takes back what a failed append left in the session object (no phantom)."""
+        session = self._session
+        del session.events[self._events :]
+        if self._state:
+            state = session.state
+            for key, value in self._state.items():
+                if value is _ABSENT:
+                    state.pop(key, None)
+                else:
+                    state[key] = value
 
 
 async def close_session_service(service: Any) -> None:

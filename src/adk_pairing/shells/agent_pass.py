@@ -45,6 +45,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..adk.callbacks import invocation_of
 from ..core.ownership import session_label
 from ..core.placeholders import PlaceholderTexts
 from ..ledger import held_open_call_ids
@@ -100,7 +101,7 @@ def place_final_pass(callback_context: CallbackContext) -> bool:
     the chain ends with `final_request_pass` or `pair_request`; False, said
     once per agent, when the agent has no chain to end.
     """
-    invocation = getattr(callback_context, "_invocation_context", None)
+    invocation = invocation_of(callback_context)
     try:
         return _place_final_pass(getattr(invocation, "agent", None))
     except Exception:  # fail open: the plugin's own pass still runs
@@ -218,7 +219,7 @@ def apply_after_the_plugin(callback_context: object, llm_request: LlmRequest) ->
         left = _LEFT.pop(callback_context, None)
     if left is None:
         return
-    invocation = getattr(callback_context, "_invocation_context", None)
+    invocation = invocation_of(callback_context)
     session = getattr(invocation, "session", None)
     try:
         result = repair_contents(

@@ -40,20 +40,20 @@ session, a ledger of the session's events (the one the view uses, brought up
 to date incrementally by an `AnalysisCache`), and asks it whether the history
 holds open calls, shown to this agent's branch, that the request lacks
 (`adk_pairing.passes.restore_pass`). The first time it does, it runs ADK's own
-contents request processor twice, on a shallow copy of the invocation context
-whose session holds the stored events and then the events with the view's
-placeholders, into fresh requests: whatever arguments the installed release
-passes its builder, they are the same as for the real request. What the two
-builds differ by is kept per session (`restore_pass.Restoration`) under what
-it depends on (`_marks`), and placed into this request and the session's
-later ones where ADK's builder put it (`restore_pass.place`): a later request
-costs one pass over its start, no builder run. Contents another plugin added
-after the calls' place stay; a window that cut their turn leaves them out
-(said once); a start that is not what ADK built is left to the request pass
-alone, said once per session with the fix. Irregular histories and a trailing
-result ADK's rearranger acts on are built again each time. Agent callbacks run
-after every plugin, so they cannot be the cause. A healthy request pays for
-one incremental ledger read, no builder run.
+contents request processor twice (`adk_pairing.adk.callbacks.rerun_contents_processor`),
+on the stored events and then on the events with the view's placeholders:
+whatever arguments the installed release passes its builder, they are the same
+as for the real request. What the two builds differ by is kept per session
+(`restore_pass.Restoration`) under what it depends on (`_marks`), and placed
+into this request and the session's later ones where ADK's builder put it
+(`restore_pass.place`): a later request costs one pass over its start, no
+builder run. Contents another plugin added after the calls' place stay; a
+window that cut their turn leaves them out (said once); a start that is not
+what ADK built is left to the request pass alone, said once per session with
+the fix. Irregular histories and a trailing result ADK's rearranger acts on
+are built again each time. Agent callbacks run after every plugin, so they
+cannot be the cause. A healthy request pays for one incremental ledger read,
+no builder run.
 
 If the repair itself fails on some input, the request goes out as ADK built
 it and the error is logged: the plugin is never less available than ADK.
@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from ..adk.builder import builder_logs_quieted
+from ..adk.callbacks import invocation_of, rerun_contents_processor
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from ..core.lru import Lru
 from ..core.ownership import session_label
@@ -182,7 +182,7 @@ class PairingPlugin(BasePlugin):
             place_final_pass(callback_context)
         await self._repair_request(callback_context, llm_request)
         if self._places_final_pass:
-            invocation = getattr(callback_context, "_invocation_context", None)
+            invocation = invocation_of(callback_context)
             texts = self.texts_for(getattr(invocation, "session_service", None))
             fill = self._fill_for(invocation)
             remember_what_the_plugin_left(callback_context, llm_request, texts, fill)
@@ -200,7 +200,7 @@ class PairingPlugin(BasePlugin):
     ) -> None:
         """The request pass: the calls ADK dropped put back, then the five rules."""
         contents = llm_request.contents
-        invocation = getattr(callback_context, "_invocation_context", None)
+        invocation = invocation_of(callback_context)
         session = getattr(invocation, "session", None)
         texts = self.texts_for(getattr(invocation, "session_service", None))
         try:
@@ -284,7 +284,7 @@ class PairingPlugin(BasePlugin):
                     return placed.contents
         # The repaired build first: where ADK refuses it, the stored one is not needed.
         try:
-            from_repaired = await _build_contents(
+            from_repaired = await rerun_contents_processor(
                 invocation, llm_request, repaired_history(events, ledger, texts)
             )
         except Exception as error:  # releases up to 2.10 refuse some malformed placements
@@ -298,7 +298,7 @@ class PairingPlugin(BasePlugin):
                     type(error).__name__,
                 )
             return None
-        from_stored = await _build_contents(invocation, llm_request, events)
+        from_stored = await rerun_contents_processor(invocation, llm_request, events)
         spliced = splice(contents, from_stored, from_repaired)
         if spliced.outcome is Splice.NOTHING_TO_RESTORE:
             self._nothing_to_restore.put(marks, None)
@@ -367,34 +367,6 @@ def _marks(
             for index, calls in open_calls.items()
         ),
     )
-
-
-async def _build_contents(
-    invocation: object, llm_request: LlmRequest, events: list[Event]
-) -> list[types.Content]:
-    """What ADK's contents request processor builds for this request from `events`.
-
-    The processor reads the session's events, the agent, the branch and the
-    run config from the invocation context and ``previous_interaction_id``
-    from the request, and writes only the request's contents: it runs here on
-    a shallow copy of the context whose session holds `events`, into a fresh
-    request. Its log records are quieted (ADK logged the real build).
-    """
-    from google.adk.flows.llm_flows.contents import request_processor
-    from google.adk.models.llm_request import LlmRequest
-
-    session = invocation.session  # type: ignore[attr-defined]
-    context = invocation.model_copy(  # type: ignore[attr-defined]
-        update={"session": session.model_copy(update={"events": events})}
-    )
-    request = LlmRequest(model=llm_request.model)
-    interaction = getattr(llm_request, "previous_interaction_id", None)
-    if interaction is not None:
-        request.previous_interaction_id = interaction
-    with builder_logs_quieted():
-        async for _ in request_processor.run_async(context, request):
-            pass
-    return list(request.contents)
 
 
 async def pair_request(

@@ -62,6 +62,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 
 from ..adk import (
+    SessionObjectBeforeAppend,
     adk_drops_unanswered_calls,
     checks_ownership,
     close_session_service,
@@ -317,12 +318,12 @@ class PairingSessionService(BaseSessionService):
         """Appends through the view's inner session, then brings the view up to date."""
         inner = view_state.inner
         stored_before = len(inner.events)
-        delta = event.actions.state_delta if event.actions is not None else None
-        state_before = {key: inner.state.get(key, _ABSENT) for key in delta} if delta else None
+        # ADK's append changes the object before the store writes it.
+        before = SessionObjectBeforeAppend(inner, event)
         try:
             appended = await self._inner.append_event(inner, event)
         except BaseException:
-            _undo_unstored_append(inner, stored_before, state_before)
+            before.restore()  # no phantom event or state in the view's inner session
             raise
         try:
             view_state.catch_up(session, stored_before)
@@ -490,10 +491,6 @@ def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> Non
     )
 
 
-#: Marks a state key that did not exist before an append.
-_ABSENT = object()
-
-
 def _inner_service(
     inner: BaseSessionService | None, uri: str | None, inner_kwargs: dict[str, Any]
 ) -> BaseSessionService:
@@ -541,26 +538,6 @@ def _cache_size(analysis_cache_size: int | None) -> int:
             f"cache off), got {analysis_cache_size!r}."
         )
     return analysis_cache_size
-
-
-def _undo_unstored_append(
-    inner: Session, stored_before: int, state_before: dict[str, Any] | None
-) -> None:
-    """Takes back what a failed append left in the inner session object (no phantom).
-
-    ADK's base ``append_event`` updates the session object (state, then
-    events) before stores such as Redis write it; when the write raises, the
-    object holds what the store does not. Only the event's own state keys are
-    restored: O(delta), not O(state).
-    """
-    del inner.events[stored_before:]
-    if state_before:
-        state = inner.state
-        for key, value in state_before.items():
-            if value is _ABSENT:
-                state.pop(key, None)
-            else:
-                state[key] = value
 
 
 def _cache_key(session: Session) -> SessionKey:
