@@ -373,3 +373,43 @@ def test_jobs_an_error_of_the_workers_is_reported_once(sqlite_store: str) -> Non
     # The wording depends on whether the store is read directly (google-adk 1.20: not).
     assert done.stderr.startswith("error: "), done.stderr
     assert "user 'nobody'" in done.stderr and "'shop'" in done.stderr, done.stderr
+
+
+@pytest.fixture
+def web_server_port():
+    """A real local server on a free port that answers every request as a web server does."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.recv(4096)
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                stop.wait(0.5)  # open while the client reads the answer
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+@requires(HAS_ADK_REDIS, "google.adk.integrations.redis (added in 2.9)")
+def test_a_redis_uri_at_a_service_that_is_not_redis_is_one_line(web_server_port) -> None:
+    """redis-py's InvalidResponse ("Protocol Error: b'HTTP/1.1 400 …'"), which a raw "@"
+    and "/" in a password can cause too by moving the host, is a host failure."""
+    uri = f"redis://user:{SECRET}@127.0.0.1:{web_server_port}/0"
+    result = runner.invoke(app, ["scan", uri, "--app", "a"])
+    assert_one_line_error(result, "did not answer as a Redis server", "host and port")

@@ -442,6 +442,14 @@ def store_failure(
                 f"cannot resolve the host of {where}: {text}{stop} Check the host name in the URI."
                 + escape_hint(uri)
             )
+        if "InvalidResponse" in names and _is_redis_error(cause):
+            # Something answered, but not in Redis's protocol: another service
+            # at that host and port, or a raw "@" or "/" in the password that
+            # moved the host.
+            return StoreHostError(
+                f"{where} did not answer as a Redis server: {text}{stop} "
+                "Are the host and port in the URI right?" + escape_hint(uri)
+            )
         if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
             "ConnectionError" in names and _is_redis_error(cause)
         ):
