@@ -81,11 +81,12 @@ class SessionObjectBeforeAppend:
     (O(delta), not O(state)).
     """
 
-    __slots__ = ("_events", "_session", "_state")
+    __slots__ = ("_session", "_state", "event_count")
 
     def __init__(self, session: Session, event: Event) -> None:
         self._session = session
-        self._events = len(session.events)
+        #: How many events the session object held before the append.
+        self.event_count = len(session.events)
         delta = event.actions.state_delta if event.actions is not None else None
         state = session.state
         self._state = {key: state.get(key, _ABSENT) for key in delta} if delta else None
@@ -93,7 +94,7 @@ class SessionObjectBeforeAppend:
     def restore(self) -> None:
         """Takes back what a failed append left in the session object (no phantom)."""
         session = self._session
-        del session.events[self._events :]
+        del session.events[self.event_count :]
         if self._state:
             state = session.state
             for key, value in self._state.items():

@@ -103,6 +103,29 @@ logger = logging.getLogger("adk_pairing")
 _T = TypeVar("_T")
 
 
+class _StoreErrorsTyped:
+    """``with`` it around a call to `inner`: a login, host or database failure of
+    the store leaves as its one line, still an instance of the store's own class
+    and chained from the original (`adk_pairing.shells.errors.store_error_typed`);
+    every other error leaves as it is. A success pays one ``__enter__`` and
+    ``__exit__``, nothing more."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: BaseSessionService) -> None:
+        self._inner = inner
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> bool:
+        if isinstance(error, Exception):
+            typed = store_error_typed(error, store_uri(self._inner))
+            if typed is not None:
+                raise typed from error
+        return False
+
+
 class PairingSessionService(BaseSessionService):
     """Wraps any `BaseSessionService` and repairs unanswered calls in what it returns.
 
@@ -136,6 +159,7 @@ class PairingSessionService(BaseSessionService):
         inner = _inner_service(inner, uri, inner_kwargs)
         analysis_cache_size = _cache_size(analysis_cache_size)
         self._inner = inner
+        self._store_errors_typed = _StoreErrorsTyped(inner)
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.core.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
@@ -168,14 +192,10 @@ class PairingSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        try:
+        with self._store_errors_typed:
             session = await self._inner.create_session(
                 app_name=app_name, user_id=user_id, state=state, session_id=session_id
             )
-        except Exception as error:
-            if (typed := self._typed(error)) is None:
-                raise
-            raise typed from error
         self._analysis_cache.forget(_cache_key(session))
         return self._view_or_stored(session)
 
@@ -192,12 +212,8 @@ class PairingSessionService(BaseSessionService):
         read = self._inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
-        try:
+        with self._store_errors_typed:
             session = await (self._shielded_calls.run(read) if self._shield_calls else read)
-        except Exception as error:
-            if (typed := self._typed(error)) is None:
-                raise
-            raise typed from error
         if session is None or (
             self._check_owner
             and not is_owned_by(session, app_name=app_name, user_id=user_id, session_id=session_id)
@@ -218,28 +234,20 @@ class PairingSessionService(BaseSessionService):
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        try:
+        with self._store_errors_typed:
             listed = await self._inner.list_sessions(app_name=app_name, user_id=user_id)
-        except Exception as error:
-            if (typed := self._typed(error)) is None:
-                raise
-            raise typed from error
         if self._check_owner:
             listed.sessions = owned_sessions(listed.sessions, app_name=app_name, user_id=user_id)
         return listed
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         self._analysis_cache.forget((app_name, user_id, session_id))
-        try:
+        with self._store_errors_typed:
             if self._check_owner and not await self._may_change(app_name, user_id, session_id):
                 return  # as for a session that does not exist: nothing to delete
             await self._inner.delete_session(
                 app_name=app_name, user_id=user_id, session_id=session_id
             )
-        except Exception as error:
-            if (typed := self._typed(error)) is None:
-                raise
-            raise typed from error
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         get_user_state = getattr(self._inner, "get_user_state", None)
@@ -247,22 +255,14 @@ class PairingSessionService(BaseSessionService):
             raise NotImplementedError(
                 f"{type(self._inner).__name__} does not support get_user_state."
             )
-        try:
+        with self._store_errors_typed:
             return await get_user_state(app_name=app_name, user_id=user_id)
-        except Exception as error:
-            if (typed := self._typed(error)) is None:
-                raise
-            raise typed from error
 
     async def flush(self) -> None:
         flush = getattr(self._inner, "flush", None)
         if flush is not None:
-            try:
+            with self._store_errors_typed:
                 await flush()
-            except Exception as error:
-                if (typed := self._typed(error)) is None:
-                    raise
-                raise typed from error
 
     async def close(self) -> None:
         """Releases what the inner service holds: its ``close()``, or its engine's pool.
@@ -286,7 +286,7 @@ class PairingSessionService(BaseSessionService):
 
     async def append_event(self, session: Session, event: Event) -> Event:
         view_state = view_state_of(session)
-        try:
+        with self._store_errors_typed:
             # A view's inner session passed the owner check when it was read;
             # any other session object is checked against what is stored.
             if (
@@ -307,17 +307,12 @@ class PairingSessionService(BaseSessionService):
                 else self._append_to_view(session, view_state, event)
             )
             return await self._shielded_calls.run(write, writes_to=key)
-        except Exception as error:
-            if (typed := self._typed(error)) is None:
-                raise
-            raise typed from error
 
     async def _append_to_view(
         self, session: PairedSession, view_state: ViewState, event: Event
     ) -> Event:
         """Appends through the view's inner session, then brings the view up to date."""
         inner = view_state.inner
-        stored_before = len(inner.events)
         # ADK's append changes the object before the store writes it.
         before = SessionObjectBeforeAppend(inner, event)
         try:
@@ -326,7 +321,7 @@ class PairingSessionService(BaseSessionService):
             before.restore()  # no phantom event or state in the view's inner session
             raise
         try:
-            view_state.catch_up(session, stored_before)
+            view_state.catch_up(session, before.event_count)
         except Exception:
             logger.exception(
                 "adk-pairing could not update the view of session %s; "
@@ -347,16 +342,6 @@ class PairingSessionService(BaseSessionService):
         return stored is None or is_owned_by(
             stored, app_name=app_name, user_id=user_id, session_id=session_id
         )
-
-    def _typed(self, error: Exception) -> BaseException | None:
-        """The inner store's login, host or database failure as its one line, or None.
-
-        Only on the failure path: a call that succeeds pays nothing (a ``try``
-        costs nothing until it catches). The error stays an instance of the
-        store's own class (`adk_pairing.shells.errors.store_error_typed`);
-        every other error is re-raised as it is.
-        """
-        return store_error_typed(error, store_uri(self._inner))
 
     # -- views --------------------------------------------------------------
 
