@@ -133,8 +133,13 @@ def every_field_history() -> list[Event]:
     child = model_event([call("c")], author="child", branch="child@task", invocation_id="inv-2")
     if HAS_ISOLATION_SCOPE:
         child = child.model_copy(update={"isolation_scope": "task"})
+    # "r" reused while open after an earlier answer, before any branch: the newest
+    # builder then watches the events after it for a compaction.
+    reused = [model_event([call("r")]), response_event([response("r")])]
+    reused += [model_event([call("r")]), model_event([call("r")])]
     return [
         user_text(),
+        *reused,
         model_event([call("a"), mixed, signed_thought], long_running=["a"], branch="fan.a"),
         model_event([call("task", "child")]),
         response_event([response("a")], branch="fan.a"),

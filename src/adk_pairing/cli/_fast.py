@@ -92,7 +92,9 @@ LightActions = _stand_in("LightActions", ACTIONS_FIELDS, "An event's actions: it
 LightEvent = _stand_in("LightEvent", EVENT_FIELDS, "The fields of an Event the analysis reads.")
 
 
-_NO_REWIND = LightActions(None)
+#: A compaction event holds no call, so the rows fetched here are never one;
+#: and whether a session is healthy does not depend on it.
+_NO_REWIND = LightActions(None, None)
 
 
 def _refuse(what: str, value: Any, expected: str) -> UnexpectedShape:
@@ -188,7 +190,7 @@ def light_event(data: Any, invocation_id: str | None = None) -> LightEvent:
     if invocation_id is None:
         invocation_id = _string(_either(get, "invocation_id", "invocationId"), "invocation_id")
     return LightEvent(  # positional, in `EVENT_FIELDS`' order (see `_stand_in`)
-        _NO_REWIND if rewind is None else LightActions(rewind),
+        _NO_REWIND if rewind is None else LightActions(rewind, None),
         _string(get("author"), "author") or "",
         _string(get("branch"), "branch"),
         light_content,

@@ -43,7 +43,7 @@ class ContentRead(Protocol):
 
 
 class ActionsRead(Protocol):
-    """Of an event's ``actions``."""
+    """Of an event's ``actions``; ``compaction`` (`OPTIONAL_ACTIONS_FIELDS`) read with a default."""
 
     rewind_before_invocation_id: str | None
 
@@ -65,9 +65,12 @@ def _fields(protocol: type) -> tuple[str, ...]:
 
 #: Of an event, read only where present: absent from releases without task runs.
 OPTIONAL_EVENT_FIELDS = ("isolation_scope",)
+#: Of an event's actions, read only where present: whether it is a compaction,
+#: which can take an answer out of ADK's request (`OpenCallIndex.watch_for_compaction`).
+OPTIONAL_ACTIONS_FIELDS = ("compaction",)
 #: The field names of each protocol, for stand-ins' ``__slots__``.
 EVENT_FIELDS = (*_fields(EventRead), *OPTIONAL_EVENT_FIELDS)
-ACTIONS_FIELDS = _fields(ActionsRead)
+ACTIONS_FIELDS = (*_fields(ActionsRead), *OPTIONAL_ACTIONS_FIELDS)
 CONTENT_FIELDS = _fields(ContentRead)
 PART_FIELDS = _fields(PartRead)
 CALL_FIELDS = _fields(CallRead)
