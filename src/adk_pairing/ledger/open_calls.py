@@ -95,7 +95,7 @@ class OpenCallIndex:
         #: user answered, for the ids answered last (`ANSWERED_IDS_REMEMBERED`).
         self.answered_ids: dict[str, str] = {}
         #: Set while a reuse is regular by an earlier answer alone: a compaction
-        #: can take that answer out of ADK's request (`compacted`).
+        #: can take that answer out of ADK's request (`watch_for_compaction`).
         self.watch_compaction = False
         #: Set once a reuse that no answer can make regular was seen.
         self.reuse_stays_irregular = False
@@ -121,15 +121,9 @@ class OpenCallIndex:
         author = event.author
         branch = event.branch or None
         newest_by_id = self.newest_by_id
-        by_branch = self.by_branch
-        if branch is not None and by_branch is None:
-            # The first branch: every call before it is branch-less.
-            by_branch = self.by_branch = {None: dict(newest_by_id)}
-            if self.reused_unanswered:
-                # An answer in a branch is not shown to every agent.
-                self.reused_unanswered.clear()
-                self.reuse_stays_irregular = True
-        in_branch = by_branch.setdefault(branch, {}) if by_branch is not None else None
+        in_branch = (
+            None if branch is None and self.by_branch is None else self._open_in_branch(branch)
+        )
         opened: dict[int, TrackedCall] = {}
         opened_ids: set[str] = set()
         idless_here: dict[str, deque[TrackedCall]] | None = None
@@ -204,6 +198,18 @@ class OpenCallIndex:
             self.slots[index] = opened
         return opened
 
+    def _open_in_branch(self, branch: str | None) -> dict[str, TrackedCall]:
+        """The open calls of `branch` by id, indexed from the first branch on."""
+        by_branch = self.by_branch
+        if by_branch is None:
+            # The first branch: every call before it is branch-less.
+            by_branch = self.by_branch = {None: dict(self.newest_by_id)}
+            if self.reused_unanswered:
+                # An answer in a branch is not shown to every agent.
+                self.reused_unanswered.clear()
+                self.reuse_stays_irregular = True
+        return by_branch.setdefault(branch, {})
+
     def note_reuse(
         self,
         call_id: str,
@@ -253,16 +259,21 @@ class OpenCallIndex:
         if self.reused_unanswered:
             self.reuse_answered(call, shapes)
 
-    def compacted(self, shapes: set[IrregularShape]) -> None:
-        """A compaction event after a reuse made regular by an earlier answer.
+    def watch_for_compaction(self, event: EventRead, shapes: set[IrregularShape]) -> bool:
+        """Whether to go on watching for compaction events, after `event`.
 
-        The compaction may have summarised that answer away while calls with
-        its id stay in the request: the reuse is irregular from here on.
+        A compaction after a reuse made regular by an earlier answer may have
+        summarised that answer away while calls with its id stay in the
+        request: the reuse is irregular from there on.
         """
+        actions = event.actions
+        if actions is None or getattr(actions, "compaction", None) is None:
+            return True
         shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
         self.reuse_stays_irregular = True
         self.watch_compaction = False
         self.answered_ids.clear()
+        return False
 
     def reuse_answered(self, call: TrackedCall, shapes: set[IrregularShape]) -> None:
         """`call` was answered by its own agent or the user (`note_reuse`)."""

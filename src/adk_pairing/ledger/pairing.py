@@ -1,8 +1,8 @@
 """The ledger: which function calls an event history answers, by the newest builder's rules.
 
-The rules follow the ones ADK itself applies when it builds a model request
-(google-adk 2.11 and later; older builders' differences are
-`adk_pairing.ledger.older_builders`):
+The rules follow the ones ADK's newest request builder applies (older
+builders' differences are `adk_pairing.ledger.older_builders`; which release has
+which, docs/compatibility.md):
 
 * A function response answers the *newest preceding* call with the same id
   (model-issued ids such as Gemini's ``call_1`` repeat across turns, so "a
@@ -63,7 +63,7 @@ from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
 from .placement import Placements
-from .reads import EventRead, PartRead
+from .reads import CallRead, EventRead, PartRead
 
 #: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
 _event_at = tuple.__new__
@@ -161,23 +161,19 @@ class PairingLedger:
     ) -> int | None:
         """Records `events`, the first at index `start`; returns None when all are recorded.
 
-        Written for a hot loop: no call per event under the newest builder,
-        nothing allocated for an event without calls, only the fields the
-        rules need read. Calls the events answer go to `settled`, and the
-        (event, part) index of each answer to `answered_at` (newest builder
-        only). With `stop_at_rewind`, it returns the index of the first rewind.
-        An older builder has a say at each response, answer and event's end.
+        A hot loop: no call per event or per id'd answer outside branches under
+        the newest builder, nothing allocated for an event without calls. Calls
+        answered go to `settled`, each answer's (event, part) index to
+        `answered_at` (newest builder only). With `stop_at_rewind`, it returns
+        the index of the first rewind. An older builder has a say at each
+        response, answer and event's end.
         """
         open_index = self._index
         newest_by_id = open_index.newest_by_id
         by_branch = open_index.by_branch
-        idless_open = open_index.idless_open
         watch_compaction = open_index.watch_compaction
         placements = self._placements
-        child_runs = self._child_runs
         shapes = self.shapes
-        reads = self.reads
-        calls = self.calls
         older = self._older
         # Made per walk, not kept: kept, it would tie the ledger in a reference cycle.
         for_older = _ForOlderBuilders(self) if older is not None else None
@@ -187,10 +183,7 @@ class PairingLedger:
         for event in events:
             index += 1
             if watch_compaction:
-                actions = event.actions
-                if actions is not None and getattr(actions, "compaction", None) is not None:
-                    open_index.compacted(shapes)
-                    watch_compaction = False
+                watch_compaction = open_index.watch_for_compaction(event, shapes)
             if stop_at_rewind:
                 # Inline `is_rewind`: a call per event costs more than the check.
                 actions = event.actions
@@ -224,24 +217,14 @@ class PairingLedger:
                 if older is not None and older.takes_response(for_older, at, part_index, response):
                     continue
                 response_id = response.id
-                if response_id:
+                if response_id and by_branch is None:
                     # Only open calls are indexed, so a hit is always open.
-                    if by_branch is None:
-                        call = newest_by_id.pop(response_id, None)
-                    else:
-                        call = open_index.take_shown(response_id, event.branch)
-                        if call is not None and child_runs.holding:
-                            child_runs.stop_holding(call)  # the caller answers it right after
-                    if call is None and earlier_response_with(parts, part_index, response_id):
-                        shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
+                    call = newest_by_id.pop(response_id, None)
                 else:
-                    queue = idless_open.get(response.name or "")
-                    if queue:
-                        call = queue.popleft()
-                    else:
-                        call = None
-                        shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
+                    call = self._answered_in_branch_or_by_name(response, event.branch)
                 if call is None:
+                    if response_id and earlier_response_with(parts, part_index, response_id):
+                        shapes.add(IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT)
                     if placements.answered_later:
                         # Perhaps a second result for a call whose event has open calls.
                         placements.pin()
@@ -263,16 +246,47 @@ class PairingLedger:
             if older is not None:
                 older.end_parts(for_older, at, calls_here)
             if calls_here is not None:
-                opened = open_index.open_event(
-                    event, index, calls_here, shapes, reads, older, for_older
-                )
-                calls.extend(opened.values())
+                self._open(event, index, calls_here, for_older)
                 watch_compaction = open_index.watch_compaction
-                branch = event.branch
-                if branch and "@" in branch:
-                    child_runs.hold_callers(event, branch, opened, self._newest_open_call_with)
                 by_branch = open_index.by_branch
         return None
+
+    def _answered_in_branch_or_by_name(
+        self, response: CallRead, branch: str | None
+    ) -> TrackedCall | None:
+        """Unindexes and returns the open call `response` answers, off `walk`'s fast path.
+
+        An id'd response once a branch is seen (`OpenCallIndex.take_shown`), or
+        an id-less one (the newest event's open id-less call of its name).
+        """
+        open_index = self._index
+        response_id = response.id
+        if response_id:
+            call = open_index.take_shown(response_id, branch)
+            if call is not None and self._child_runs.holding:
+                self._child_runs.stop_holding(call)  # the caller answers it right after
+            return call
+        queue = open_index.idless_open.get(response.name or "")
+        if queue:
+            return queue.popleft()
+        self.shapes.add(IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR)
+        return None
+
+    def _open(
+        self,
+        event: EventRead,
+        index: int,
+        calls_here: list[tuple[int, PartRead]],
+        for_older: _ForOlderBuilders | None,
+    ) -> None:
+        """Tracks the calls of `event`, at `index` (`OpenCallIndex.open_event`)."""
+        opened = self._index.open_event(
+            event, index, calls_here, self.shapes, self.reads, self._older, for_older
+        )
+        self.calls.extend(opened.values())
+        branch = event.branch
+        if branch and "@" in branch:
+            self._child_runs.hold_callers(event, branch, opened, self._newest_open_call_with)
 
     def pass_over(self, calls: Iterable[tuple[str | None, str]]) -> None:
         """Accounts for calls answered right where they stand (`OpenCallIndex.pass_over`).
