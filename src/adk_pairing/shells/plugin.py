@@ -154,7 +154,7 @@ class PairingPlugin(BasePlugin):
         self._pending_text = pending_text
         self._fill_missing_ids = fill_missing_ids
         # The ledger of each session's events, walked only where they grew.
-        self._ledgers = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
+        self._analysis_cache = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
         # Sessions and their lacking calls that ADK's builder showed no more
         # with results (a compacted range): not built again for the same calls.
         self._nothing_to_restore: Lru[tuple[object, ...], None] = Lru(DEFAULT_ANALYSIS_CACHE_SIZE)
@@ -260,7 +260,7 @@ class PairingPlugin(BasePlugin):
         if not events or not isinstance(events, list):
             return None
         key = (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[union-attr]
-        ledger = self._ledgers.ledger_for(key, events)
+        ledger = self._analysis_cache.ledger_for(key, events)
         contents = llm_request.contents
         branch = getattr(invocation, "branch", None)
         lacking = calls_the_request_lacks(ledger, events, contents, branch)
