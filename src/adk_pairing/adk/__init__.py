@@ -15,7 +15,8 @@ docs/compatibility.md; the code keeps one line of reason per probe.
 * `adk_pairing.adk.models`: which model converters this process can use,
   whether the Anthropic one sends a signed thought as thinking
   (`converter_sends_signed_thoughts`, which the wire rules ask) and how to
-  call LiteLlm's conversion (`litellm_completion_inputs`);
+  call each converter (`anthropic_message_converter`, `litellm_chat_messages`,
+  over `litellm_completion_inputs`);
 * `adk_pairing.adk.stores`: what the session stores offer (closing, Redis,
   SQLite URIs, the error for a missing session, which ones check a session's
   owner themselves, whether ``list_sessions`` needs a user, how SQLite orders
@@ -43,7 +44,9 @@ from .builder import (
 from .events import adk_reads_error_code_of_responses
 from .models import (
     anthropic_converter_installed,
+    anthropic_message_converter,
     converter_sends_signed_thoughts,
+    litellm_chat_messages,
     litellm_completion_inputs,
     litellm_imported,
 )
@@ -74,6 +77,7 @@ __all__ = [
     "adk_drops_unanswered_calls",
     "adk_reads_error_code_of_responses",
     "anthropic_converter_installed",
+    "anthropic_message_converter",
     "builder_traits",
     "checks_ownership",
     "close_session_service",
@@ -84,6 +88,7 @@ __all__ = [
     "is_sqlite_backed",
     "left_out_call_names",
     "list_sessions_requires_user",
+    "litellm_chat_messages",
     "litellm_completion_inputs",
     "litellm_imported",
     "probe_tie_break",

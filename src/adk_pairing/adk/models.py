@@ -9,6 +9,7 @@ import functools
 import importlib
 import inspect
 import sys
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from google.genai import types
@@ -57,6 +58,24 @@ def converter_sends_signed_thoughts() -> bool:
 wire.use_signed_thoughts_probe(converter_sends_signed_thoughts)
 
 
+def anthropic_message_converter() -> Callable[[types.Content], dict[str, Any]]:
+    """ADK's Anthropic content converter, sharing one tool-id sanitizer per request.
+
+    ``AnthropicLlm`` converts a whole request with one ``_ToolUseIdSanitizer``,
+    so one converter serves one request. A converter without the sanitizer
+    has only the public ``content_to_message_param``. Needs the ``anthropic``
+    package (`anthropic_converter_installed`).
+    """
+    from google.adk.models import anthropic_llm
+
+    convert = getattr(anthropic_llm, "_content_to_message_param", None)
+    sanitizer_type = getattr(anthropic_llm, "_ToolUseIdSanitizer", None)
+    if convert is None or sanitizer_type is None:
+        return anthropic_llm.content_to_message_param
+    sanitizer = sanitizer_type()
+    return lambda content: convert(content, sanitizer)
+
+
 def litellm_imported() -> bool:
     """Whether the app has imported ``litellm``: only apps that send through LiteLlm do.
 
@@ -77,3 +96,34 @@ def litellm_completion_inputs(request: Any, model: str) -> Any:
     if "model" in inspect.signature(build).parameters:
         return build(request, model)
     return build(request)
+
+
+def litellm_chat_messages(contents: Iterable[types.Content], model: str) -> list[Any]:
+    """The messages ADK's LiteLlm hands to ``litellm.acompletion`` for `contents` and `model`.
+
+    The system message included. Raises ``ImportError`` without ``litellm``.
+    """
+    from google.adk.models import lite_llm  # noqa: F401 - fails here without litellm
+    from google.adk.models.llm_request import LlmRequest
+
+    request = LlmRequest(contents=list(contents), config=types.GenerateContentConfig())
+    built = litellm_completion_inputs(request, model)
+    if inspect.iscoroutine(built):
+        built = _run_without_io(built)
+    return list(built[0])
+
+
+def _run_without_io(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Runs a coroutine that never suspends, from sync code, even inside a running loop.
+
+    Where LiteLlm's conversion is async, it is only because file parts may be
+    uploaded; function calls, results and text never await anything.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError(
+        "LiteLlm's conversion waited on I/O; check such requests with a file-free copy"
+    )

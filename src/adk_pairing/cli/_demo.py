@@ -68,7 +68,7 @@ from ._demo_agent import (
 )
 from ._demo_store import copy_store, digest, event_rows, rows_containing
 
-#: The warning ADK >= 2.10 logs when it removes an unanswered call from a request.
+#: The warning an ADK that drops unanswered calls logs when it removes one from a request.
 ADK_DROP_WARNING = "Dropping function calls with no matching function response"
 #: Seconds to wait for the child to store the call and start the tool.
 CHILD_TIMEOUT_SECONDS = 60.0
@@ -342,9 +342,9 @@ async def unwrapped_turn(db_copy: Path, session_id: str, report: DemoReport) -> 
     drop_warning = next((w for w in warnings if ADK_DROP_WARNING in w), None)
     dropped = not call_sent and drop_warning is not None
     sent_unpaired = call_sent and bool(violations)
-    # What this ADK is expected to do, by feature: from 2.10 its request
-    # builder drops the call (drop_orphaned_function_calls); before, it sends
-    # the call as stored. The check passes only when the observed behaviour is
+    # What this ADK is expected to do, by feature: a request builder with
+    # drop_orphaned_function_calls drops the call; one without sends it as
+    # stored. The check passes only when the observed behaviour is
     # the expected one, so the demo never describes another version's failure.
     expected = "dropped" if adk_drops_unanswered_calls() else "sent_unpaired"
     observed = "dropped" if dropped else ("sent_unpaired" if sent_unpaired else "unexpected")

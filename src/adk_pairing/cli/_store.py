@@ -9,9 +9,9 @@ and the database itself refuses any write:
 
 * PostgreSQL: every transaction starts read-only
   (``default_transaction_read_only=on``);
-* SQLite: the file is opened with ``mode=ro`` (and must already exist); on
-  google-adk 1.20, whose ``SqliteSessionService`` takes no URI, through its
-  connection factory (`_read_only_sqlite_service`);
+* SQLite: the file is opened with ``mode=ro`` (and must already exist); with
+  an ADK whose ``SqliteSessionService`` takes no URI, through its connection
+  factory (`_read_only_sqlite_service`);
 * other stores (Redis, Vertex AI, custom schemes) have no such switch; for
   them the guarantee is that this tool calls only ``list_sessions`` and
   ``get_session``, and its direct reader (`_direct`) only ``SCAN``, ``GET``,
@@ -217,7 +217,7 @@ def _read_only_sqlite_service(path: str) -> BaseSessionService:
     if sqlite_service_parses_uris():
         return adk_sqlite.SqliteSessionService(db_path=f"sqlite:///{quote(path)}?mode=ro")
 
-    # google-adk 1.20 passes db_path to aiosqlite.connect as a file name, so
+    # This ADK passes db_path to aiosqlite.connect as a file name, so
     # "?mode=ro" would name another file.
     # Its one connection factory is overridden instead: the same set-up
     # (row factory, foreign keys, the schema script, which is a no-op on an ADK

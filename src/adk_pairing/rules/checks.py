@@ -3,9 +3,10 @@
 Each provider rule is written once, in `adk_pairing.rules.provider_rules`; this
 module reads a request as each provider receives it and runs the rules
 there: on the messages the real converters produce (ADK's Anthropic
-converter, ADK's LiteLlm message conversion), or on the contents themselves
-for Gemini, so a verdict is about what ADK would put on the wire, not about
-what the session holds. `request_violations` runs every rule of
+converter, ADK's LiteLlm message conversion, each called through
+`adk_pairing.adk.models`), or on the contents themselves for Gemini, so a
+verdict is about what ADK would put on the wire, not about what the session
+holds. `request_violations` runs every rule of
 `provider_rules.PROVIDER_RULES` (named in `RULES`); each rule also has a
 function of its own here (`anthropic_violations`, ...), returning its
 violations, empty when the request is accepted.
@@ -44,14 +45,18 @@ import litellm, it sets that variable (if unset) to use the bundled map.
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.genai import types
 
-from ..adk import anthropic_converter_installed, litellm_completion_inputs, litellm_imported
+from ..adk import (
+    anthropic_converter_installed,
+    anthropic_message_converter,
+    litellm_chat_messages,
+    litellm_imported,
+)
 from .provider_rules import PROVIDER_RULES, ProviderRule, Reading, anthropic_pairing, openai_chat
 from .request_form import (
     WireRequest,
@@ -92,24 +97,13 @@ _LITELLM_REFUSALS = (NotImplementedError, ValueError)
 
 
 def _anthropic_converter() -> Callable[[types.Content], dict[str, Any]]:
-    """ADK's content converter, sharing one tool-id sanitizer per request.
-
-    ``AnthropicLlm`` converts a whole request with one ``_ToolUseIdSanitizer``;
-    a release without the sanitizer has only the public ``content_to_message_param``.
-    """
+    """ADK's Anthropic converter for one request, or the extra that installs it."""
     if not anthropic_converter_installed():
         raise ImportError(
             "Checking the Anthropic pairing rule needs the anthropic package: "
             "pip install 'adk-pairing[checks]'"
         )
-    from google.adk.models import anthropic_llm
-
-    convert = getattr(anthropic_llm, "_content_to_message_param", None)
-    sanitizer_type = getattr(anthropic_llm, "_ToolUseIdSanitizer", None)
-    if convert is None or sanitizer_type is None:
-        return anthropic_llm.content_to_message_param
-    sanitizer = sanitizer_type()
-    return lambda content: convert(content, sanitizer)
+    return anthropic_message_converter()
 
 
 def to_anthropic_messages(contents: Iterable[types.Content]) -> list[dict[str, Any]]:
@@ -147,22 +141,6 @@ def anthropic_request(contents: Iterable[types.Content]) -> WireRequest | str:
     return request_of_anthropic_messages(messages, ids, sent_ids)
 
 
-def _run_without_io(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Runs a coroutine that never suspends, from sync code, even inside a running loop.
-
-    Where LiteLlm's conversion is async, it is only because file parts may be
-    uploaded; function calls, results and text never await anything.
-    """
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    coroutine.close()
-    raise RuntimeError(
-        "LiteLlm's conversion waited on I/O; check such requests with a file-free copy"
-    )
-
-
 def to_openai_chat_messages(contents: Iterable[types.Content]) -> list[dict[str, Any]]:
     """The chat messages ADK's LiteLlm would send for `contents` (no system message)."""
     if not litellm_imported():
@@ -171,17 +149,12 @@ def to_openai_chat_messages(contents: Iterable[types.Content]) -> list[dict[str,
         # fetches the map on import unless told otherwise).
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        from google.adk.models import lite_llm  # noqa: F401 - fails here without litellm
-        from google.adk.models.llm_request import LlmRequest
+        messages = litellm_chat_messages(contents, _OPENAI_MODEL)
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError(
             "Checking the OpenAI chat rule needs litellm: pip install 'adk-pairing[checks]'"
         ) from error
-    request = LlmRequest(contents=list(contents), config=types.GenerateContentConfig())
-    built = litellm_completion_inputs(request, _OPENAI_MODEL)
-    if inspect.iscoroutine(built):
-        built = _run_without_io(built)
-    return [dict(message) for message in built[0] if field_of(message, "role") != "system"]
+    return [dict(message) for message in messages if field_of(message, "role") != "system"]
 
 
 def _openai_chat_request(contents: Iterable[types.Content]) -> list[dict[str, Any]] | str:

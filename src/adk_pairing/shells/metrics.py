@@ -80,7 +80,7 @@ DURATION_BUCKETS_S = (
     1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1.0,
 )  # fmt: skip
 
-try:  # The API keeps the global provider here until one is set (1.37 - 1.44 at least).
+try:  # The API's private global, None until a provider is set; probed, as it may move.
     from opentelemetry.metrics import _internal as _otel_global
 
     _otel_global._METER_PROVIDER  # noqa: B018 - probe that the attribute exists

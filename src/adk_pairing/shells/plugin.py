@@ -6,7 +6,7 @@ for this request, has them repaired, assigns the result to
 session or any event.
 
 Where it runs: ``before_model_callback`` exists with the same keyword
-signature on every google-adk release we support (1.20.0 to 2.13.0). ADK calls
+signature on every google-adk release this package supports. ADK calls
 the plugins' callbacks after its request processors have built
 ``llm_request.contents``, in the order they were registered, and then the
 agent's own ``before_model_callback``s, read from the agent only after every
@@ -21,29 +21,30 @@ What it reads from the callback context:
   events (plus confirmations, credential and input requests, by name). The
   session is read only when some call needs a placeholder;
 * whether the model pairs calls with results by id (AnthropicLlm, LiteLlm,
-  OpenAIResponsesLlm, looked up as ADK 2.12's ``_is_id_pairing_model`` does,
-  without importing a provider): only then are id-less calls given ids. For
-  Gemini ADK strips its own ``adk-`` ids from the request on purpose;
+  OpenAIResponsesLlm, looked up among the modules already imported, as ADK's
+  own ``_is_id_pairing_model`` does where ADK has one): only then are id-less
+  calls given ids. For Gemini ADK strips its own ``adk-`` ids from the request
+  on purpose;
 * the placeholder texts of the `PairingSessionService` the runner uses, when
   the plugin was not given texts of its own, so the view and the request pass
   say the same thing whatever configured them (constructor, config file,
   ``register_pairing_schemes``).
 
-Calls ADK's builder dropped (the restore): from google-adk 2.10 the
-contents request processor drops a call nothing answers before any plugin
-runs, so the request pass alone never sees it. On every release, a trailing
-event that holds a result makes ADK's rearranger cut the history back to that
-result's call, and it can put calls on the user's side next to results, where
-no provider takes them; an unanswered call is what leaves such a result last.
-The plugin keeps, per
-session, a ledger of the session's events (the one the view uses, brought up
-to date incrementally by an `AnalysisCache`), and asks it whether the history
-holds open calls, shown to this agent's branch, that the request lacks
-(`adk_pairing.passes.restore_pass`). The first time it does, it runs ADK's own
-contents request processor twice (`adk_pairing.adk.callbacks.rerun_contents_processor`),
-on the stored events and then on the events with the view's placeholders:
-whatever arguments the installed release passes its builder, they are the same
-as for the real request. What the two builds differ by is kept per session
+Calls ADK's builder dropped (the restore): an ADK whose contents request
+processor drops a call nothing answers does so before any plugin runs, so
+the request pass alone never sees it. On every release, a trailing event that
+holds a result makes ADK's rearranger cut the history back to that result's
+call, and it can put calls on the user's side next to results, where no
+provider takes them; an unanswered call is what leaves such a result last.
+The plugin keeps, per session, a ledger of the session's events (the one the
+view uses, brought up to date incrementally by an `AnalysisCache`), and asks
+it whether the history holds open calls, shown to this agent's branch, that
+the request lacks (`adk_pairing.passes.restore_pass`). The first time it does,
+it runs ADK's own contents request processor twice
+(`adk_pairing.adk.callbacks.rerun_contents_processor`), on the stored events
+and then on the events with the view's placeholders: whatever arguments the
+installed release passes its builder, they are the same as for the real
+request. What the two builds differ by is kept per session
 (`restore_pass.Restoration`) under what it depends on (`_marks`), and placed
 into this request and the session's later ones where ADK's builder put it
 (`restore_pass.place`): a later request costs one pass over its start, no
@@ -153,7 +154,7 @@ class PairingPlugin(BasePlugin):
         self._pending_text = pending_text
         self._fill_missing_ids = fill_missing_ids
         # The ledger of each session's events, walked only where they grew.
-        self._ledgers = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
+        self._analysis_cache = AnalysisCache(DEFAULT_ANALYSIS_CACHE_SIZE)
         # Sessions and their lacking calls that ADK's builder showed no more
         # with results (a compacted range): not built again for the same calls.
         self._nothing_to_restore: Lru[tuple[object, ...], None] = Lru(DEFAULT_ANALYSIS_CACHE_SIZE)
@@ -259,7 +260,7 @@ class PairingPlugin(BasePlugin):
         if not events or not isinstance(events, list):
             return None
         key = (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[union-attr]
-        ledger = self._ledgers.ledger_for(key, events)
+        ledger = self._analysis_cache.ledger_for(key, events)
         contents = llm_request.contents
         branch = getattr(invocation, "branch", None)
         lacking = calls_the_request_lacks(ledger, events, contents, branch)
@@ -287,7 +288,7 @@ class PairingPlugin(BasePlugin):
             from_repaired = await rerun_contents_processor(
                 invocation, llm_request, repaired_history(events, ledger, texts)
             )
-        except Exception as error:  # releases up to 2.10 refuse some malformed placements
+        except Exception as error:  # an older builder's walk-back refuses some placements
             self._nothing_to_restore.put(marks, None)
             if logged_once.first_time((*key, "builder_refused")):
                 logger.warning(
@@ -390,7 +391,7 @@ async def pair_request(
     ``await pair_request(callback_context, llm_request)``.
 
     Without `PairingPlugin` in the runner it is the plugin's whole pass: the
-    calls ADK's request builder dropped are put back (google-adk 2.10+) and
+    calls ADK's request builder dropped (where it drops any) are put back and
     every call is answered, with the placeholder texts of the runner's
     `PairingSessionService`, else the defaults. With `PairingPlugin`
     registered, the plugin did that before the agent's callbacks ran, with

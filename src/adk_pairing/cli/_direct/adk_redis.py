@@ -1,4 +1,4 @@
-"""ADK's ``google.adk.integrations.redis.RedisSessionService`` (2.9+).
+"""ADK's own ``google.adk.integrations.redis.RedisSessionService``, where ADK has one.
 
 One string key per session, ``{key_prefix}{app}:{user}:{session}``, holding
 the whole ``Session`` as JSON; ``get_session`` is ``Session.model_validate_json``.

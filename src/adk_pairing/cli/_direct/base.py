@@ -199,7 +199,7 @@ def is_service(service: BaseSessionService, adk_class: type | None) -> bool:
     """Whether `service` reads as `adk_class` does: an instance, its reads not overridden.
 
     A subclass that only changes how connections are opened (adk-pairing's
-    read-only SQLite service on google-adk 1.20) is the same store; one that
+    read-only SQLite service where ADK's takes no URI) is the same store; one that
     overrides ``get_session`` or ``list_sessions`` may show something other
     than the stored rows, so it is read through those methods instead.
     """

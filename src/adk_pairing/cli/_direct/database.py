@@ -6,13 +6,13 @@ ADK records its schema version in ``adk_internal_metadata``
 ``events.actions`` column) the legacy pickled layout. Rows are loaded with the
 *installed* ADK's own ORM classes (``sessions/schemas/v0.py`` / ``v1.py``) and
 turned into events by their own ``to_event()``, so column types, pickle
-restrictions (``sessions/_restricted_pickle.py``, 2.9+) and the payload rules
-of each ADK version apply unchanged. Any other recorded version, or an ADK
-without the ``schemas`` package (1.20), is not read directly: the scan falls
-back to ``get_session`` and says why.
+restrictions (``sessions/_restricted_pickle.py``, where ADK has it) and the
+payload rules of each ADK version apply unchanged. Any other recorded version,
+or an ADK without the ``schemas`` package, is not read directly: the scan
+falls back to ``get_session`` and says why.
 
-Events come in ``timestamp`` order, ties broken on ``id`` as ADK does from
-2.9 (before, the database picks; ``id`` order here). The fast path (schema 1)
+Events come in ``timestamp`` order, ties broken on ``id`` as ADK does where it
+breaks them (where it does not, the database picks; ``id`` order here). The fast path (schema 1)
 asks the database only for the rows naming a call, a result or a rewind; on
 PostgreSQL through asyncpg directly, and so are schema 1's confirmations (the
 rows ADK's column types would give, `stored_json`). Two connections: the pages and their rows
@@ -78,7 +78,7 @@ def _schema_classes(version: str) -> tuple[Any, Any]:
             from google.adk.sessions.schemas.v1 import StorageEvent, StorageSession
         else:
             from google.adk.sessions.schemas.v0 import StorageEvent, StorageSession
-    except ImportError as error:  # google-adk 1.20 has no schemas package
+    except ImportError as error:  # an ADK without the schemas package
         raise Unsupported(
             f"the installed google-adk has no sessions.schemas package ({error})"
         ) from error
@@ -88,7 +88,7 @@ def _schema_classes(version: str) -> tuple[Any, Any]:
 async def _schema_version(engine: Any) -> str:
     """The schema version ADK recorded, detected as ADK detects it.
 
-    ``sessions/migration/_schema_check_utils.py`` (2.13): the value of
+    ``sessions/migration/_schema_check_utils.py``: the value of
     ``schema_version`` in ``adk_internal_metadata``; without that table, ``"0"``
     when ``events`` has ``actions`` and no ``event_data``.
     """

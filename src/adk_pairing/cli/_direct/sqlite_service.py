@@ -3,9 +3,10 @@
 One DDL on every supported version (``sessions/sqlite_session_service.py``,
 ``EVENTS_TABLE_SCHEMA``); events are ``Event.model_validate_json(event_data)``,
 as its ``get_session`` does. Events come in ``timestamp`` order, ties broken on
-the column the installed service breaks them on (``id`` in 2.9-2.11, ``rowid``
-from 2.12): probed, not assumed (`adk_pairing.adk.probe_tie_break`). Where ADK has no
-tie-break, ties come in ``id`` order here (ADK's own order is then undefined).
+the column the installed service breaks them on (``id`` or ``rowid``, depending
+on the release): probed, not assumed (`adk_pairing.adk.probe_tie_break`). Where
+ADK has no tie-break, ties come in ``id`` order here (ADK's own order is then
+undefined).
 
 The file is read with ``sqlite3`` on the event loop's thread: a page's queries
 cannot overlap its triage, so the read-ahead of ``concurrency`` >= 2 changes
