@@ -65,6 +65,7 @@ def sent_calls(contents: Sequence[types.Content]) -> list[SentCall]:
     waiting: dict[tuple[str | None, str | None], list[int]] = {}
     for content in contents:
         answers: list[types.FunctionResponse] = []
+        opened: list[tuple[tuple[str | None, str | None], int]] = []
         ids_here: set[str] = set()
         for part in content.parts or ():
             call, response = part.function_call, part.function_response
@@ -74,15 +75,17 @@ def sent_calls(contents: Sequence[types.Content]) -> list[SentCall]:
                 if call.id:
                     ids_here.add(call.id)
                 key = (call.id, None) if call.id else (None, call.name)
-                waiting.setdefault(key, []).append(len(found))
+                opened.append((key, len(found)))
                 found.append(SentCall(call.id or None, call.name or ""))
             elif response is not None:
                 answers.append(response)
-        for response in answers:  # after this content's calls: never answers them
+        for response in answers:  # before this content's calls wait: never answers them
             key = (response.id, None) if response.id else (None, response.name)
             stack = waiting.get(key)
             if stack:
                 found[stack.pop()].answered = True
+        for key, index in opened:
+            waiting.setdefault(key, []).append(index)
     return found
 
 

@@ -133,6 +133,15 @@ def test_a_result_answers_the_newest_earlier_call_with_its_id() -> None:
     ]
 
 
+def test_a_result_never_answers_a_call_in_its_own_content() -> None:
+    """Malformed, but fuzzed: a model content holding a call and a result with its id."""
+    contents = [
+        types.Content(role="model", parts=[call("c1"), response("c1")]),
+        types.Content(role="user", parts=[types.Part(text="and?")]),
+    ]
+    assert sent_calls(contents) == [SentCall("c1", "lookup", False)]
+
+
 def test_the_plugin_runs_on_the_request_adk_built_for_a_real_session() -> None:
     """`request_contents` drives the plugin's public callback; the view alone, no plugin."""
 
