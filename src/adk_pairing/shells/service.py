@@ -68,7 +68,6 @@ from ..adk import (
     close_session_service,
     is_sqlite_backed,
 )
-from ..adk.internals import store_uri
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from ..core.ownership import (
     is_owned_by,
@@ -87,13 +86,13 @@ from .errors import (
     UnsupportedSchemeError,
     require_pairing_options,
     require_type,
-    store_error_typed,
 )
 from .factory import URI_ARGUMENT, create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
 from .once import logged_once
 from .shielding import ShieldedCalls
+from .store_failures import StoreErrorsTyped
 from .uris import PAIRING_PREFIX, is_pairing_uri
 
 __all__ = ["PairingSessionService", "create_session_service"]
@@ -101,29 +100,6 @@ __all__ = ["PairingSessionService", "create_session_service"]
 logger = logging.getLogger("adk_pairing")
 
 _T = TypeVar("_T")
-
-
-class _StoreErrorsTyped:
-    """``with`` it around a call to `inner`: a login, host or database failure of
-    the store leaves as its one line, still an instance of the store's own class
-    and chained from the original (`adk_pairing.shells.errors.store_error_typed`);
-    every other error leaves as it is. A success pays one ``__enter__`` and
-    ``__exit__``, nothing more."""
-
-    __slots__ = ("_inner",)
-
-    def __init__(self, inner: BaseSessionService) -> None:
-        self._inner = inner
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> bool:
-        if isinstance(error, Exception):
-            typed = store_error_typed(error, store_uri(self._inner))
-            if typed is not None:
-                raise typed from error
-        return False
 
 
 class PairingSessionService(BaseSessionService):
@@ -159,7 +135,7 @@ class PairingSessionService(BaseSessionService):
         inner = _inner_service(inner, uri, inner_kwargs)
         analysis_cache_size = _cache_size(analysis_cache_size)
         self._inner = inner
-        self._store_errors_typed = _StoreErrorsTyped(inner)
+        self._store_errors_typed = StoreErrorsTyped(inner)
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.core.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
