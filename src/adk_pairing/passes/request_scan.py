@@ -37,7 +37,7 @@ class Segment:
     holds: bool
     calls: list[types.FunctionCall]
     #: For a faulty segment, once prepared: its turns, as positions among the
-    #: prepared turns (`request_rewrite.prepare`).
+    #: prepared turns (`request_prepare.prepare`).
     turns: range = range(0)
 
 
