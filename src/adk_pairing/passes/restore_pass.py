@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
@@ -94,13 +94,7 @@ def calls_the_request_lacks(
     open_calls = ledger.open_calls
     if not open_calls:
         return []
-    shown = [
-        call
-        for index, calls in open_calls.items()
-        if branch_shows(branch, events[index].branch or None)
-        for call in calls
-        if not call.withheld
-    ]
+    shown = _shown((call for calls in open_calls.values() for call in calls), events, branch)
     if not shown:
         return []
     sent_ids: set[str] = set()
@@ -123,16 +117,31 @@ def calls_the_request_lacks(
     ]
     if lacking or not ledger.irregular:
         return lacking
-    return _cut_calls(ledger, events, contents, branch)
+    return _cut_calls(_shown(ledger.calls, events, branch), contents)
+
+
+def _shown(
+    calls: Iterable[TrackedCall], events: Sequence[Event], branch: str | None
+) -> list[TrackedCall]:
+    """The calls of `calls` ADK's builder shows an agent in `branch`, but the withheld ones.
+
+    A withheld call is left as stored on purpose (`PairingLedger`): a request
+    never lacks it.
+    """
+    return [
+        call
+        for call in calls
+        if not call.withheld and branch_shows(branch, events[call.event_index].branch or None)
+    ]
 
 
 def _cut_calls(
-    ledger: PairingLedger,
-    events: Sequence[Event],
-    contents: Sequence[types.Content],
-    branch: str | None,
+    shown: Sequence[TrackedCall], contents: Sequence[types.Content]
 ) -> list[TrackedCall]:
     """The calls of an irregular history the request carries fewer copies of than it shows.
+
+    `shown` is every call of the history an agent in the request's branch is
+    shown (`_shown`), in history order.
 
     Where ids are reused, an older builder's walk back from a trailing result
     can cut the history at an older call event with the same id (`WalksBack`),
@@ -145,16 +154,14 @@ def _cut_calls(
     this scan, O(calls).
     """
     sent = calls_carried(contents)
-    shown: Counter[tuple[str | None, str]] = Counter()
+    counted: Counter[tuple[str | None, str]] = Counter()
     found: list[TrackedCall] = []
-    for call in ledger.calls:
-        if call.call_id is None or call.withheld:
-            continue
-        if not branch_shows(branch, events[call.event_index].branch or None):
+    for call in shown:
+        if call.call_id is None:
             continue
         key = (call.call_id, call.name)
-        shown[key] += 1
-        if shown[key] > sent[key]:
+        counted[key] += 1
+        if counted[key] > sent[key]:
             found.append(call)
     return found
 
