@@ -23,17 +23,8 @@ from urllib.parse import urlsplit
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..adk.internals import store_uri
-from .errors import (
-    PairingError,
-    StoreConnectionError,
-    StoreDatabaseError,
-    StoreHostError,
-    StoreLayoutError,
-    StoreLoginError,
-    causes,
-    escape_hint,
-    no_adk_tables_message,
-)
+from . import errors
+from .errors import causes, escape_hint, no_adk_tables_message
 from .masking import mask_secrets, mask_uri
 
 __all__ = ["StoreErrorsTyped", "store_error_typed", "store_failure"]
@@ -84,7 +75,7 @@ def _unresolved(error: BaseException) -> bool:
 
 def store_failure(
     error: BaseException, uri: str | None, *, store_name: str | None = None
-) -> PairingError | None:
+) -> errors.PairingError | None:
     """`error` as the typed, one-line error it stands for, or None if it is none of them.
 
     Recognises failures by their type (and, for drivers wrapped by SQLAlchemy,
@@ -92,7 +83,7 @@ def store_failure(
     real problem rather than the wrapper. The store is called `store_name`,
     by default its masked URI; the driver's text is masked for `uri`.
     """
-    if isinstance(error, PairingError):
+    if isinstance(error, errors.PairingError):
         return error
     where = store_name or (mask_uri(uri) if uri else "the store")
     for cause in causes(error):
@@ -102,29 +93,31 @@ def store_failure(
         # A sentence of its own: "… correct?" is not followed by a full stop.
         stop = "" if text.endswith(("?", "!")) else "."
         if names & {"InvalidAuthorizationSpecificationError", "InvalidPasswordError"}:
-            return StoreLoginError(
+            return errors.StoreLoginError(
                 f"{where} rejected the login: {text}{stop} "
                 "Fix the user name or password in the URI." + escape_hint(uri, escapes=True)
             )
         mysql_code = _mysql_code(cause)
         if mysql_code in MYSQL_LOGIN_CODES:
-            return StoreLoginError(
+            return errors.StoreLoginError(
                 f"{where} rejected the login: {_mysql_text(cause, uri)}. "
                 "Fix the user name or password in the URI." + escape_hint(uri, escapes=True)
             )
         if mysql_code == MYSQL_UNKNOWN_DATABASE:
-            return StoreDatabaseError(
+            return errors.StoreDatabaseError(
                 f"{where}: {_mysql_text(cause, uri)}. Fix the database name in the URI."
             )
         if mysql_code == MYSQL_DATABASE_DENIED:
-            return StoreDatabaseError(
+            return errors.StoreDatabaseError(
                 f"{where}: {_mysql_text(cause, uri)}. Fix the database name in the URI, "
                 "or grant the user access to it."
             )
         if "InvalidCatalogNameError" in names:
-            return StoreDatabaseError(f"{where}: {text}{stop} Fix the database name in the URI.")
+            return errors.StoreDatabaseError(
+                f"{where}: {text}{stop} Fix the database name in the URI."
+            )
         if "without any password configured" in text or "no password is set" in text:
-            return StoreLoginError(
+            return errors.StoreLoginError(
                 f"{where} rejected the login: {text}{stop} The server has no password set: "
                 "remove the password from the URI."
             )
@@ -133,19 +126,19 @@ def store_failure(
         ):
             # Redis does not say which of an ACL user's name and password is wrong.
             fix = "user name or password" if _uri_user(uri) else "password"
-            return StoreLoginError(
+            return errors.StoreLoginError(
                 f"{where} rejected the login: {text}{stop} Fix the {fix} in the URI."
                 + escape_hint(uri, escapes=True)
             )
         if "ResponseError" in names and "DB index is out of range" in text:
-            return StoreDatabaseError(
+            return errors.StoreDatabaseError(
                 f"{where}: {text}{stop} Fix the database number at the end of the URI: the "
                 "server's are 0 to its 'databases' setting minus 1 (0 to 15 by default)."
             )
         if _is_redis_error(cause) and "ConnectionError" in names and _unresolved(cause):
             continue  # redis-py's "Error -2 connecting to …": the resolver's error says it
         if isinstance(cause, socket.gaierror):
-            return StoreHostError(
+            return errors.StoreHostError(
                 f"cannot resolve the host of {where}: {text}{stop} Check the host name in the URI."
                 + escape_hint(uri)
             )
@@ -153,21 +146,21 @@ def store_failure(
             # Something answered, but not in Redis's protocol: another service
             # at that host and port, or a raw "@" or "/" in the password that
             # moved the host.
-            return StoreHostError(
+            return errors.StoreHostError(
                 f"{where} did not answer as a Redis server: {text}{stop} "
                 "Are the host and port in the URI right?" + escape_hint(uri)
             )
         if isinstance(cause, ConnectionRefusedError | TimeoutError) or (
             "ConnectionError" in names and _is_redis_error(cause)
         ):
-            return StoreHostError(
+            return errors.StoreHostError(
                 f"cannot connect to {where}: {text or type(cause).__name__}. "
                 "Is the server running, and are the host and port in the URI right?"
             )
         if "read-only transaction" in text or "readonly database" in text:
-            return StoreLayoutError(no_adk_tables_message(where))
+            return errors.StoreLayoutError(no_adk_tables_message(where))
         if isinstance(cause, sqlite3.OperationalError) and "unable to open" in text:
-            return StoreDatabaseError(
+            return errors.StoreDatabaseError(
                 f"cannot open the SQLite database of {where}: {text}. Check the path in the "
                 "URI (three slashes start a relative path, four an absolute one), that its "
                 "directory exists, and that this user may open it."
@@ -196,7 +189,7 @@ def store_error_typed(error: BaseException, uri: str | None) -> BaseException | 
     if not (_is_redis_error(error) or isinstance(error, sqlite3.OperationalError)):
         return None
     failure = store_failure(error, uri)
-    if not isinstance(failure, StoreConnectionError):
+    if not isinstance(failure, errors.StoreConnectionError):
         return None
     try:
         return _typed_class(type(failure), type(error))(str(failure))
@@ -205,7 +198,7 @@ def store_error_typed(error: BaseException, uri: str | None) -> BaseException | 
 
 
 @functools.cache
-def _typed_class(kind: type[StoreConnectionError], original: type[BaseException]) -> type:
+def _typed_class(kind: type[errors.StoreConnectionError], original: type[BaseException]) -> type:
     """The class deriving from `kind` and `original`, one per pair.
 
     It bears `kind`'s name, so a traceback ends in
@@ -223,7 +216,7 @@ def _typed_class(kind: type[StoreConnectionError], original: type[BaseException]
 
 
 def _rebuild_typed(
-    kind: type[StoreConnectionError], original: type[BaseException], args: tuple[Any, ...]
+    kind: type[errors.StoreConnectionError], original: type[BaseException], args: tuple[Any, ...]
 ) -> BaseException:
     return _typed_class(kind, original)(*args)
 
