@@ -572,7 +572,7 @@ def test_a_redis_error_that_is_no_login_host_or_database_failure_passes_as_it_is
     """Only the three failures are translated; the store's other errors are its own."""
     import redis.exceptions
 
-    from adk_pairing.shells.errors import store_error_typed
+    from adk_pairing.shells.store_failures import store_error_typed
 
     assert store_error_typed(redis.exceptions.ResponseError("WRONGTYPE Operation"), None) is None
     assert store_error_typed(ConnectionRefusedError(111, "refused"), None) is None
@@ -584,7 +584,7 @@ def test_a_typed_redis_failure_pickles_as_both_classes():
 
     import redis.exceptions
 
-    from adk_pairing.shells.errors import store_error_typed
+    from adk_pairing.shells.store_failures import store_error_typed
 
     uri = f"redis://:{SECRET}@127.0.0.1:1/0"
     error = store_error_typed(redis.exceptions.ConnectionError("Error 111 connecting"), uri)

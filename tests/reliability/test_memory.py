@@ -32,6 +32,7 @@ from google.genai import types
 
 from adk_pairing import PairingSessionService
 from adk_pairing.shells import service as service_module
+from adk_pairing.shells import view_warnings
 from adk_pairing.shells.once import OncePerKey
 from tests.unit.events import call, model_event, response, response_event, user_text
 
@@ -89,7 +90,7 @@ def _measure(wrapped: bool, sessions: int, pipe: Connection) -> None:
         figures = {"growth": _rss_bytes() - before}
         if wrapped:
             figures["cache_entries"] = len(service._analysis_cache)
-            figures["logged_calls"] = len(service_module.logged_once)
+            figures["logged_calls"] = len(view_warnings.logged_once)
         return figures
 
     pipe.send(asyncio.run(run()))
@@ -141,7 +142,7 @@ async def test_analysis_cache_and_logged_call_memory_stay_within_their_bounds(
 ) -> None:
     cache_size, log_limit, sessions = 64, 50, 400
     once = OncePerKey(limit=log_limit)
-    monkeypatch.setattr(service_module, "logged_once", once)
+    monkeypatch.setattr(view_warnings, "logged_once", once)
     service = PairingSessionService(InMemorySessionService(), analysis_cache_size=cache_size)
     with caplog.at_level(logging.WARNING, logger="adk_pairing"):
         await serve(service, 0, sessions)

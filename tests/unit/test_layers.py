@@ -528,5 +528,11 @@ def test_the_placeholders_are_a_leaf_and_the_request_pass_skips_the_view_repair(
     """The request pass answers with the view's placeholder without the view's check."""
     graph = _graph()
     assert graph["core.placeholders"] <= {"adk", "ledger", "wire"}
-    for part in ("request_pass", "request_records", "request_rewrite", "request_scan"):
+    for part in (
+        "request_pass",
+        "request_prepare",
+        "request_records",
+        "request_rewrite",
+        "request_scan",
+    ):
         assert not {"core.repair", "rules.builder_check", "passes.view"} & graph[f"passes.{part}"]

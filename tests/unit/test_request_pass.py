@@ -24,8 +24,9 @@ from adk_pairing import PlaceholderTexts
 from adk_pairing.adk import converter_sends_signed_thoughts
 from adk_pairing.core.placeholders import OPENING_NOTE_TEXT
 from adk_pairing.passes.request_pass import _opened_by_the_user, repair_contents
+from adk_pairing.passes.request_prepare import prepare
 from adk_pairing.passes.request_records import ContentRule
-from adk_pairing.passes.request_rewrite import prepare, repair_segments
+from adk_pairing.passes.request_rewrite import repair_segments
 from adk_pairing.passes.request_scan import scan
 from adk_pairing.rules.checks import anthropic_pairing_violations, request_violations
 from adk_pairing.wire import MODEL_ROLES, is_mixed

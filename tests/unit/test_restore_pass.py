@@ -7,8 +7,7 @@ from google.genai import types
 
 from adk_pairing.ledger import build_ledger
 from adk_pairing.passes.restore_pass import (
-    Placement,
-    Splice,
+    RestoreOutcome,
     calls_the_request_lacks,
     ends_with_a_result_reaching_back,
     place,
@@ -49,19 +48,19 @@ NOTE = _user("(dynamic instruction)")
 
 
 def test_identical_builds_need_no_restore() -> None:
-    assert splice(STORED, STORED, list(STORED)).outcome is Splice.NOTHING_TO_RESTORE
+    assert splice(STORED, STORED, list(STORED)).outcome is RestoreOutcome.NOTHING_TO_RESTORE
 
 
 def test_the_repaired_build_replaces_the_stored_one() -> None:
     result = splice(list(STORED), STORED, REPAIRED)
-    assert result.outcome is Splice.RESTORED
+    assert result.outcome is RestoreOutcome.RESTORED
     assert result.contents == REPAIRED
 
 
 def test_an_inserted_instruction_keeps_its_place_before_the_latest_user_turn() -> None:
     request = [STORED[0], NOTE, STORED[1]]
     result = splice(request, STORED, REPAIRED)
-    assert result.outcome is Splice.RESTORED
+    assert result.outcome is RestoreOutcome.RESTORED
     assert result.contents == [*REPAIRED[:3], NOTE, REPAIRED[3]]
 
 
@@ -72,12 +71,11 @@ def test_an_inserted_prefix_stays_first() -> None:
 
 def test_a_request_someone_else_changed_is_not_spliced() -> None:
     note_from_the_model = types.Content(role="model", parts=[types.Part(text="(note)")])
-    assert (
-        splice([*STORED, note_from_the_model], STORED, REPAIRED).outcome is Splice.CHANGED_BY_OTHERS
-    )
-    assert splice(STORED[:1], STORED, REPAIRED).outcome is Splice.CHANGED_BY_OTHERS
+    changed = splice([*STORED, note_from_the_model], STORED, REPAIRED)
+    assert changed.outcome is RestoreOutcome.CHANGED_BY_OTHERS
+    assert splice(STORED[:1], STORED, REPAIRED).outcome is RestoreOutcome.CHANGED_BY_OTHERS
     assert splice([_user("edited"), STORED[1]], STORED, REPAIRED).outcome is (
-        Splice.CHANGED_BY_OTHERS
+        RestoreOutcome.CHANGED_BY_OTHERS
     )
 
 
@@ -136,20 +134,20 @@ def test_a_restoration_is_the_middle_the_repaired_build_replaces() -> None:
 def test_a_later_request_gets_the_calls_where_the_builder_put_them() -> None:
     request = [*STORED, *LATER_TURN]
     placed = place(FOUND, request)
-    assert placed.outcome is Placement.RESTORED
+    assert placed.outcome is RestoreOutcome.RESTORED
     assert placed.contents == [*REPAIRED, *LATER_TURN]
 
 
 def test_what_another_plugin_added_after_the_calls_place_stays() -> None:
     tail = STORED[1].model_copy(update={"parts": [*STORED[1].parts, types.Part(text="(a part)")]})
     placed = place(FOUND, [STORED[0], tail])
-    assert placed.outcome is Placement.RESTORED
+    assert placed.outcome is RestoreOutcome.RESTORED
     assert placed.contents == [*REPAIRED[:3], tail]
 
 
 def test_an_inserted_instruction_stays_where_it_was() -> None:
     placed = place(FOUND, [STORED[0], NOTE, STORED[1]])
-    assert placed.outcome is Placement.RESTORED
+    assert placed.outcome is RestoreOutcome.RESTORED
     assert placed.contents == [*REPAIRED[:3], NOTE, REPAIRED[3]]
 
 
@@ -165,30 +163,31 @@ def test_a_window_keeping_the_calls_place_keeps_the_calls() -> None:
     repaired = [stored[0], stored[1], _model_calls("c1"), _results("c1"), stored[2]]
     found = restoration(stored, repaired)
     placed = place(found, stored[1:])
-    assert placed.outcome is Placement.RESTORED
+    assert placed.outcome is RestoreOutcome.RESTORED
     assert placed.contents == repaired[1:]
 
 
 def test_a_window_after_the_calls_place_left_them_out() -> None:
-    assert place(FOUND, [STORED[1]], rest=[STORED[1]]).outcome is Placement.LEFT_OUT
+    assert place(FOUND, [STORED[1]], rest=[STORED[1]]).outcome is RestoreOutcome.LEFT_OUT
     stored = [_user("one"), _user("two"), _user("three")]
     found = restoration(stored, [stored[0], _model_calls("c1"), _results("c1"), *stored[1:]])
     # A window inside the remembered start, after the calls' place.
-    assert place(found, stored[2:]).outcome is Placement.CHANGED
-    assert place(found, stored[2:], rest=stored[1:]).outcome is Placement.LEFT_OUT
+    assert place(found, stored[2:]).outcome is RestoreOutcome.CHANGED_BY_OTHERS
+    assert place(found, stored[2:], rest=stored[1:]).outcome is RestoreOutcome.LEFT_OUT
 
 
 def test_a_start_that_is_not_what_adk_built_is_changed() -> None:
     greeting = types.Content(role="model", parts=[types.Part(text="hello")])
-    assert place(FOUND, [greeting, *STORED], rest=STORED[1:]).outcome is Placement.CHANGED
-    assert place(FOUND, [_model_calls("x"), STORED[1]]).outcome is Placement.CHANGED
+    placed = place(FOUND, [greeting, *STORED], rest=STORED[1:])
+    assert placed.outcome is RestoreOutcome.CHANGED_BY_OTHERS
+    assert place(FOUND, [_model_calls("x"), STORED[1]]).outcome is RestoreOutcome.CHANGED_BY_OTHERS
 
 
 def test_a_request_ending_before_the_stored_start_is_changed() -> None:
     stored = [_user("one"), _model_calls("c0"), _results("c0"), _user("two")]
     repaired = [*stored[:3], _model_calls("c1"), _results("c1"), stored[3]]
     found = restoration(stored, repaired)
-    assert place(found, stored[:2]).outcome is Placement.CHANGED
+    assert place(found, stored[:2]).outcome is RestoreOutcome.CHANGED_BY_OTHERS
 
 
 def _answered_call_turn(call_id: str, *, branch: str | None = None) -> list[Event]:
@@ -220,4 +219,4 @@ def test_calls_placed_before_everything_are_not_certain() -> None:
     stored = [_user("hi")]
     found = restoration(stored, [_model_calls("c1"), _results("c1"), *stored])
     assert found.stored_start == ()
-    assert place(found, [NOTE, *stored]).outcome is Placement.CHANGED
+    assert place(found, [NOTE, *stored]).outcome is RestoreOutcome.CHANGED_BY_OTHERS

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
 from adk_pairing.core.repair import Fallback
 from adk_pairing.shells import service as service_module
+from adk_pairing.shells import view_warnings
 from adk_pairing.wire import IrregularShape
 
 from .events import call, model_event, response, response_event, user_text
@@ -251,7 +252,7 @@ def test_constructor_errors_name_the_fix() -> None:
 
 def test_every_irregular_shape_has_one_place_in_the_label_priority() -> None:
     """A new `IrregularShape` fails here until someone decides where its label ranks."""
-    priority = service_module.SHAPE_LABEL_PRIORITY
+    priority = view_warnings.SHAPE_LABEL_PRIORITY
     assert len(set(priority)) == len(priority)
     assert set(priority) == set(IrregularShape)
 
@@ -260,10 +261,10 @@ def test_the_label_of_several_shapes_follows_the_priority_not_the_enum_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     shapes = {IrregularShape.ANSWER_FROM_ANOTHER_AGENT, IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT}
-    label = service_module._shape_name
+    label = view_warnings.shape_name
     assert label(Fallback.UNPROVEN, shapes) == "call_id_twice_in_one_event"
-    reversed_rank = {shape: -rank for shape, rank in service_module._SHAPE_RANK.items()}
-    monkeypatch.setattr(service_module, "_SHAPE_RANK", reversed_rank)
+    reversed_rank = {shape: -rank for shape, rank in view_warnings._SHAPE_RANK.items()}
+    monkeypatch.setattr(view_warnings, "_SHAPE_RANK", reversed_rank)
     assert label(Fallback.UNPROVEN, shapes) == "answer_from_another_agent"
     # One shape not ranked comes last, and the label never hangs on a set's order.
     del reversed_rank[IrregularShape.ANSWER_FROM_ANOTHER_AGENT]

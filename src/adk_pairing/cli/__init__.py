@@ -274,6 +274,7 @@ def scan(
     from ._scan import ReaderChoice, ScanOptions
     from ._scan_modes import (
         Output,
+        StoreScan,
         check_choices,
         merge_shards,
         one_store,
@@ -305,9 +306,10 @@ def scan(
             shard=parsed_shard,
         )
 
+    store_scan = StoreScan(uri, option, make_options, output, debug)
     if jobs > 1:
-        scan_in_jobs(jobs, uri, option, make_options, output, debug=debug)
-    scan_in_process(uri, option, make_options, output, debug=debug)
+        scan_in_jobs(jobs, store_scan)
+    scan_in_process(store_scan)
 
 
 @app.command(cls=PlainHelpCommand, short_help="Print a session as stored and as repaired.")

@@ -26,9 +26,10 @@ from rich.table import Table
 # URI_EXAMPLES and no_adk_tables_message are the library's words, named here
 # for the commands that import them from this module.
 from ..shells.errors import URI_EXAMPLES as URI_EXAMPLES
-from ..shells.errors import causes, escape_hint, store_failure
+from ..shells.errors import causes, escape_hint
 from ..shells.errors import no_adk_tables_message as no_adk_tables_message
 from ..shells.masking import mask_secrets, mask_uri
+from ..shells.store_failures import store_failure
 from ._printable import json_text, printable
 
 T = TypeVar("T")
@@ -172,7 +173,7 @@ ERROR_LINE_LIMIT = 2_000
 def explain(error: BaseException, uri: str | None, *, store_name: str | None = None) -> str:
     """One line saying what failed and how to fix it, with secrets masked.
 
-    The library's line when it has one (`adk_pairing.shells.errors.store_failure`:
+    The library's line when it has one (`adk_pairing.shells.store_failures.store_failure`:
     the same words the library raises); else the failure's type and first line.
     The store is called `store_name`, by default its masked URI.
     """

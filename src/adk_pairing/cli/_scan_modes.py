@@ -4,7 +4,10 @@
 * `scan_in_jobs`: ``--jobs N`` with N >= 2, worker processes (`_jobs`);
 * `scan_in_process`: the default, one process reading the store.
 
-Each ends in `finish_scan`, which prints the report and exits with its code.
+The two that read a store take one `StoreScan`: its URI, the factory's
+``--option`` settings, the scan's settings and how the report is printed.
+Each mode ends in `finish_scan`, which prints the report and exits with its
+code.
 The scan's own modules (and so ADK) are imported when the command runs, as
 ``--help`` never needs them; and at call time, where tests replace a name.
 """
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from ._scan import ScanOptions
     from ._scan_report import ScanResult
     from ._stop import StopRequest
+    from ._store import OpenedStore
 
 
 @dataclass(frozen=True)
@@ -81,64 +85,60 @@ def one_store(targets: Sequence[str] | None) -> str:
     return targets[0]
 
 
-def scan_in_jobs(
-    jobs: int,
-    uri: str,
-    option: list[str] | None,
-    make_options: Callable[[], ScanOptions],
-    output: Output,
-    *,
-    debug: bool,
-) -> NoReturn:
+@dataclass(frozen=True)
+class StoreScan:
+    """One store's scan as the command line asks for it: what either mode reads."""
+
+    uri: str
+    #: The ``--option KEY=VALUE`` strings for the store's factory.
+    option: list[str] | None
+    #: The scan's settings, built where the scan runs (in each worker with ``--jobs``).
+    make_options: Callable[[], ScanOptions]
+    output: Output
+    debug: bool
+
+    def open_store(self) -> OpenedStore:
+        """The store, read-only, built with the ``--option`` settings."""
+        from ._store import open_read_only, parse_options
+
+        return open_read_only(self.uri, parse_options(self.option))
+
+
+def scan_in_jobs(jobs: int, scan: StoreScan) -> NoReturn:
     """``--jobs N``: `jobs` worker processes, one report."""
     from ._common import CliError, stderr_console
     from ._jobs import Streamed
     from ._jobs import scan_in_jobs as scan_in_workers
-    from ._store import open_read_only, parse_options
 
+    output, debug = scan.output, scan.debug
     err = stderr_console()
     streamed = Streamed(
         on_broken=print_line if output.json_lines else None,
-        on_unreadable=(lambda item: print_line({"type": "unreadable", **item}))
-        if output.json_lines
-        else None,
+        on_unreadable=print_unreadable if output.json_lines else None,
         progress=err.is_terminal and not debug,
     )
     try:
         result, stopped = scan_in_workers(
-            jobs,
-            uri,
-            lambda: open_read_only(uri, parse_options(option)),
-            make_options,
-            streamed,
-            debug=debug,
+            jobs, scan.uri, scan.open_store, scan.make_options, streamed, debug=debug
         )
     except CliError as error:  # a worker's, reported once
-        fail(str(error), debug=debug, exit_code=error.exit_code, uri=uri)
+        fail(str(error), debug=debug, exit_code=error.exit_code, uri=scan.uri)
     finish_scan(result, output, stopped)
 
 
-def scan_in_process(
-    uri: str,
-    option: list[str] | None,
-    make_options: Callable[[], ScanOptions],
-    output: Output,
-    *,
-    debug: bool,
-) -> NoReturn:
+def scan_in_process(scan: StoreScan) -> NoReturn:
     """The default: this process reads the store, a progress bar on a terminal."""
     from ._common import stderr_console
     from ._scan import Hooks, scan_store, scan_with_progress
     from ._scan_report import broken_session_record
     from ._stop import StopRequest, stop_on_signals
-    from ._store import open_read_only, parse_options
 
     err = stderr_console()
     hooks = Hooks()
-    if output.json_lines:
+    if scan.output.json_lines:
         hooks = Hooks(
             on_broken=lambda found: print_line(broken_session_record(found)),
-            on_unreadable=lambda item: print_line({"type": "unreadable", **item}),
+            on_unreadable=print_unreadable,
         )
     stop = StopRequest()
 
@@ -153,17 +153,17 @@ def scan_in_process(
                 raise stop.nothing_read() from None
 
     async def scan_until_stopped() -> ScanResult:
-        options = make_options()
-        store = open_read_only(uri, parse_options(option))
+        options = scan.make_options()
+        store = scan.open_store()
         try:
-            if err.is_terminal and not debug:
+            if err.is_terminal and not scan.debug:
                 return await scan_with_progress(store, options, hooks, err, stop)
             return await scan_store(store, options, hooks, stop)
         finally:
             await store.close()
 
-    result = run(go(), uri=uri, debug=debug)
-    finish_scan(result, output, stop)
+    result = run(go(), uri=scan.uri, debug=scan.debug)
+    finish_scan(result, scan.output, stop)
 
 
 def finish_scan(result: ScanResult, output: Output, stop: StopRequest | None = None) -> NoReturn:
@@ -218,3 +218,8 @@ def finish_scan(result: ScanResult, output: Output, stop: StopRequest | None = N
 
 def print_line(record: dict[str, object]) -> None:
     print(json_text(record, indent=None), flush=True)
+
+
+def print_unreadable(item: dict[str, str]) -> None:
+    """``--json-lines``: a session the scan could not read, as its own line."""
+    print_line({"type": "unreadable", **item})

@@ -1,12 +1,12 @@
 """The request pass's rewrite of the faulty segments, in four phases.
 
-Given the segments `adk_pairing.passes.request_scan` found faulty: (1) prepare them
-as turns, mixed parts split and user-side calls dropped; (2) attribute each
-result to the call it answers, by the view's own ledger (``NEWEST_BUILDER``);
-(3) plan the id each call goes out with; (4) place each answer, or a
-placeholder, right after its call, merging turns of one role. Segments that
-hold are reused as they are. The guarantee it keeps is
-`adk_pairing.passes.request_pass`'s.
+Given the segments `adk_pairing.passes.request_scan` found faulty: (1)
+prepare them as turns, mixed parts split and user-side calls dropped
+(`adk_pairing.passes.request_prepare`); (2) attribute each result to the
+call it answers, by the view's own ledger (``NEWEST_BUILDER``); (3) plan the
+id each call goes out with; (4) place each answer, or a placeholder, right
+after its call, merging turns of one role. Segments that hold are reused as
+they are. The guarantee it keeps is `adk_pairing.passes.request_pass`'s.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from ..adk.builder import NEWEST_BUILDER
 from ..core.placeholders import PlaceholderTexts, placeholder_part
 from ..ledger import READS_BUILT_REQUEST, CallStatus, PairingLedger, TrackedCall
 from ..rules.request_form import starts_a_model_turn
-from ..wire import MODEL_ROLES, call_key, is_held_open, is_mixed, never_sent_as_a_call
+from ..wire import MODEL_ROLES, call_key, is_held_open
+from .request_prepare import Prepared, PreparedContent, prepare
 from .request_records import ContentRepair, ContentRule, RepairedContents
 from .request_scan import Segment, refused_when_paired_by_id
 
-__all__ = ["FILLED_ID_PREFIX", "prepare", "repair_segments"]
+__all__ = ["FILLED_ID_PREFIX", "repair_segments"]
 
 #: How an id-less call is named when `fill_missing_ids` is on.
 FILLED_ID_PREFIX = "call_pairing_"
@@ -56,155 +57,12 @@ def repair_segments(
     return RepairedContents(placed.contents, (*prepared.repairs, *ids.repairs, *placed.repairs))
 
 
-# -- phase 1, prepare: the faulty segments as turns -------------------------------
-
-
-class _PreparedContent:
-    """One content of a faulty segment, prepared, as the ledger reads it: as an event.
-
-    An `adk_pairing.ledger.reads.EventRead` whose ``content`` is itself (a
-    `ContentRead`: the ledger reads ``event.content.parts``, and a second
-    object per content would only cost): the request has no events, no
-    authors (one for all: the request's calls are all its model's), no
-    branches (ADK's builder kept only what the requesting agent's branch
-    shows) and no rewinds (the builder applied them). The ledger marks calls
-    held open by name; held-open ids come from the session and are looked up
-    only when a call needs a placeholder (`_HeldOpen`).
-    """
-
-    __slots__ = ("is_model", "long_running_tool_ids", "parts", "source")
-
-    author = "model"
-    branch = None
-    actions = None
-    invocation_id = ""
-
-    def __init__(
-        self,
-        source: types.Content,
-        parts: list[types.Part],
-        is_model: bool,
-    ) -> None:
-        self.source = source
-        self.parts = parts
-        self.is_model = is_model
-        self.long_running_tool_ids = ()
-
-    @property
-    def content(self) -> _PreparedContent:
-        return self
-
-
-class _Prepared(NamedTuple):
-    """The request as the later phases read it."""
-
-    contents: Sequence[types.Content]
-    #: The scan's segments; each faulty one with its `Segment.turns`.
-    segments: list[Segment]
-    #: The faulty segments' contents as turns, in request order.
-    turns: list[_PreparedContent]
-    #: What preparing changed: split parts, dropped calls and contents.
-    repairs: list[ContentRepair]
-
-
-def prepare(contents: Sequence[types.Content], segments: Sequence[Segment]) -> _Prepared:
-    """The faulty segments' contents as turns: each non-empty, none holding a mixed part.
-
-    Every part of a turn is a call, a result or neither (`wire.is_mixed` is
-    false for each), a user-side turn holds no call, and no turn is empty. A
-    segment that holds is left as it is. `segments` are not changed: the
-    faulty ones come back as copies that know their turns.
-    """
-    repairs: list[ContentRepair] = []
-    turns: list[_PreparedContent] = []
-    prepared: list[Segment] = []
-    for segment in segments:
-        if not segment.holds:
-            first = len(turns)
-            turns += _prepare_turns(contents[segment.start : segment.stop], repairs)
-            turned = range(first, len(turns))
-            segment = Segment(segment.start, segment.stop, False, segment.calls, turned)
-        prepared.append(segment)
-    return _Prepared(contents, prepared, turns, repairs)
-
-
-def _prepare_turns(
-    contents: Sequence[types.Content],
-    repairs: list[ContentRepair],
-) -> list[_PreparedContent]:
-    """The non-empty contents as turns, mixed parts split, user-side calls dropped."""
-    turns: list[_PreparedContent] = []
-    for content in contents:
-        if content is None or not content.parts:
-            repairs.append(ContentRepair(ContentRule.EMPTY_CONTENT))
-            continue
-        is_model = content.role in MODEL_ROLES
-        parts: list[types.Part] = content.parts
-        cleaned: list[types.Part] | None = None
-        for position, part in enumerate(parts):
-            pieces: list[types.Part] | None = None
-            if is_mixed(part):
-                call = part.function_call or part.function_response
-                repairs.append(
-                    ContentRepair(ContentRule.SPLIT_PART, call_key(call.id, call.name))  # type: ignore[union-attr]
-                )
-                pieces = _split_part(part, is_model)
-            if not is_model:
-                source = pieces if pieces is not None else [part]
-                kept = [piece for piece in source if piece.function_call is None]
-                if len(kept) != len(source):
-                    call = part.function_call
-                    repairs.append(
-                        ContentRepair(
-                            ContentRule.CALL_OUTSIDE_MODEL,
-                            call_key(call.id, call.name),  # type: ignore[union-attr]
-                        )
-                    )
-                    pieces = kept
-            if pieces is not None and cleaned is None:
-                cleaned = list(parts[:position])
-            if cleaned is not None:
-                cleaned.extend(pieces if pieces is not None else (part,))
-        if cleaned is not None:
-            if not cleaned:
-                repairs.append(ContentRepair(ContentRule.EMPTY_CONTENT))
-                continue
-            parts = cleaned
-        turns.append(_PreparedContent(content, parts, is_model))
-    return turns
-
-
-def _split_part(part: types.Part, is_model: bool) -> list[types.Part]:
-    """A part holding a call or a result beside text (or both), as separate parts.
-
-    ADK's Anthropic converter reads ``text`` before ``function_call`` and
-    ``function_response``, and a call before a result, so a mixed part loses
-    all but one of them. What it sends in their place (`wire.never_sent_as_a_call`)
-    is kept as a part of its own. Text goes before a call (the assistant
-    speaks, then calls) and after a result (results lead the user turn).
-    """
-    call, response = part.function_call, part.function_response
-    rest = part.model_copy(update={"function_call": None, "function_response": None})
-    sends_rest = never_sent_as_a_call(part)
-    pieces: list[types.Part] = []
-    if response is not None:
-        pieces.append(types.Part(function_response=response))
-    if sends_rest and is_model:
-        pieces.append(rest)
-    if call is not None:
-        # A Gemini thought signature belongs to the call it was issued with.
-        pieces.append(types.Part(function_call=call, thought_signature=part.thought_signature))
-    if sends_rest and not is_model:
-        pieces.append(rest)
-    return pieces
-
-
 # -- phase 2, attribute: which result answers which call -------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class _Attribution:
-    """Who answers whom among the prepared turns, by (turn, part) position in `_Prepared.turns`."""
+    """Who answers whom among the prepared turns, by (turn, part) position in `Prepared.turns`."""
 
     #: Every call of the faulty turns, in request order.
     calls: list[TrackedCall]
@@ -216,7 +74,7 @@ class _Attribution:
     answering: set[tuple[int, int]]
 
 
-def _attribute(prepared: _Prepared) -> _Attribution:
+def _attribute(prepared: Prepared) -> _Attribution:
     """Who answers whom: each result answers at most one call, each call has at most one answer.
 
     The view's own ledger decides, one turn per content, passing over the
@@ -262,7 +120,7 @@ class _IdPlan:
         return self.fresh.get(id(call), call.call_id)
 
 
-def _plan_ids(prepared: _Prepared, calls: Sequence[TrackedCall], fill: bool) -> _IdPlan:
+def _plan_ids(prepared: Prepared, calls: Sequence[TrackedCall], fill: bool) -> _IdPlan:
     """Ids unique within the request (and on every call with `fill`), in request order.
 
     The first call with an id keeps it; a later call with that id gets
@@ -354,7 +212,7 @@ class _HeldOpen:
 class _Placement:
     """What placing the turns reads, and the repairs it records."""
 
-    turns: list[_PreparedContent]
+    turns: list[PreparedContent]
     attribution: _Attribution
     ids: _IdPlan
     #: Per turn, the run of adjacent model turns it belongs to or follows.
@@ -370,7 +228,7 @@ class _Placed(NamedTuple):
 
 
 def _place(
-    prepared: _Prepared,
+    prepared: Prepared,
     attribution: _Attribution,
     ids: _IdPlan,
     held_open: _HeldOpen,
@@ -400,7 +258,7 @@ def _place(
     return _Placed(output.build(), placement.repairs)
 
 
-def _model_runs(turns: Sequence[_PreparedContent]) -> list[int]:
+def _model_runs(turns: Sequence[PreparedContent]) -> list[int]:
     """Per turn, the number of the run of adjacent model turns it belongs to or follows.
 
     A result is in place when it sits in a user turn after its call's run.

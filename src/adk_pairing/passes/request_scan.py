@@ -37,7 +37,7 @@ class Segment:
     holds: bool
     calls: list[types.FunctionCall]
     #: For a faulty segment, once prepared: its turns, as positions among the
-    #: prepared turns (`request_rewrite.prepare`).
+    #: prepared turns (`request_prepare.prepare`).
     turns: range = range(0)
 
 
@@ -75,9 +75,11 @@ def faulty_segments(contents: Sequence[types.Content], fill: bool) -> list[range
     The check is positional: in a segment that holds, the ledger's
     attribution pairs each result with the call in the same position, so
     nothing there needs attributing. This loop is all a healthy request costs
-    the plugin, so its state lives in locals and it reads each field once
-    (every read of a genai model's field goes through pydantic's attribute
-    hook; benchmarks/RESULTS.md, "Request pass").
+    the plugin, so its state lives in locals, it reads each field once (every
+    read of a genai model's field goes through pydantic's attribute hook;
+    benchmarks/RESULTS.md, "Request pass") and it makes one call per content,
+    none per part: `_calls_hold` for a model content, `_answered_in_place`
+    for a user-side one.
     """
     faults: list[range] = []
     seen_ids: set[str] = set()
@@ -102,22 +104,8 @@ def faulty_segments(contents: Sequence[types.Content], fill: bool) -> list[range
             if awaiting:  # the model content before left its calls unanswered
                 holds = False
                 awaiting = []
-            for part in parts:
-                call = part.function_call
-                if call is None:
-                    if part.function_response is not None:
-                        holds = False
-                    continue
-                if part.function_response is not None or never_sent_as_a_call(part):
-                    holds = False  # mixed
-                call_id = call.id
-                if call_id:
-                    if call_id in seen_ids:
-                        holds = False
-                    seen_ids.add(call_id)
-                if fill and refused_when_paired_by_id(call_id):
-                    holds = False
-                awaiting.append(call)
+            if not _calls_hold(parts, seen_ids, fill, awaiting):
+                holds = False
             continue
         if previous_is_model is False:
             holds = False  # two user-side contents in a row
@@ -125,43 +113,75 @@ def faulty_segments(contents: Sequence[types.Content], fill: bool) -> list[range
         if not parts:
             holds = False
         elif holds:
-            # Answered in place: each leading part the result of the call in
-            # its position, then no call and no other result.
-            expected = len(awaiting)
-            answered = 0
-            for part in parts:
-                if part.function_call is not None:
-                    holds = False
-                    break
-                response = part.function_response
-                if answered == expected:
-                    if response is not None:
-                        holds = False
-                        break
-                    continue
-                # A result and no call: mixed only beside what is sent instead.
-                if response is None or never_sent_as_a_call(part):
-                    holds = False
-                    break
-                call = awaiting[answered]
-                answered += 1
-                if (response.name or "") != (call.name or ""):
-                    holds = False
-                    break
-                call_id = call.id
-                if call_id:
-                    if response.id != call_id:
-                        holds = False
-                        break
-                elif response.id:
-                    holds = False
-                    break
-            else:
-                holds = answered == expected
+            holds = _answered_in_place(parts, awaiting)
         awaiting = []
     if not holds or awaiting:
         faults.append(range(segment_start, len(contents)))
     return faults
+
+
+def _calls_hold(
+    parts: list[types.Part], seen_ids: set[str], fill: bool, awaiting: list[types.FunctionCall]
+) -> bool:
+    """Whether a model content's parts keep the guarantee; reads its calls into `awaiting`.
+
+    They do unless a part holds a result, a call is mixed (beside a result or
+    what is sent in its place), a call's id was seen earlier in the request
+    (each id is added to `seen_ids`), or, with `fill`, a provider that pairs
+    by id refuses it. Every call is read, whatever the verdict: the next
+    content must answer them all.
+    """
+    holds = True
+    for part in parts:
+        call = part.function_call
+        if call is None:
+            if part.function_response is not None:
+                holds = False
+            continue
+        if part.function_response is not None or never_sent_as_a_call(part):
+            holds = False  # mixed
+        call_id = call.id
+        if call_id:
+            if call_id in seen_ids:
+                holds = False
+            seen_ids.add(call_id)
+        if fill and refused_when_paired_by_id(call_id):
+            holds = False
+        awaiting.append(call)
+    return holds
+
+
+def _answered_in_place(parts: list[types.Part], awaiting: list[types.FunctionCall]) -> bool:
+    """Whether a user-side content's parts answer `awaiting` in place.
+
+    Each leading part is the result of the call in its position, under its
+    name, by its id (id-less for an id-less call), then no call and no other
+    result follows.
+    """
+    expected = len(awaiting)
+    answered = 0
+    for part in parts:
+        if part.function_call is not None:
+            return False
+        response = part.function_response
+        if answered == expected:
+            if response is not None:
+                return False
+            continue
+        # A result and no call: mixed only beside what is sent instead.
+        if response is None or never_sent_as_a_call(part):
+            return False
+        call = awaiting[answered]
+        answered += 1
+        if (response.name or "") != (call.name or ""):
+            return False
+        call_id = call.id
+        if call_id:
+            if response.id != call_id:
+                return False
+        elif response.id:
+            return False
+    return answered == expected
 
 
 def scan(contents: Sequence[types.Content], fill: bool) -> list[Segment]:

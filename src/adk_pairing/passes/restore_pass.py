@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
@@ -57,11 +57,9 @@ from ..rules.builder_check import calls_carried, carries_every_call
 from ..wire import MODEL_ROLES, branch_shows, builder_leaves_out
 
 __all__ = [
-    "PlaceResult",
-    "Placement",
     "Restoration",
-    "Splice",
-    "SpliceResult",
+    "RestoreOutcome",
+    "RestoreResult",
     "calls_the_request_lacks",
     "ends_with_a_result_reaching_back",
     "place",
@@ -96,13 +94,7 @@ def calls_the_request_lacks(
     open_calls = ledger.open_calls
     if not open_calls:
         return []
-    shown = [
-        call
-        for index, calls in open_calls.items()
-        if branch_shows(branch, events[index].branch or None)
-        for call in calls
-        if not call.withheld
-    ]
+    shown = _shown((call for calls in open_calls.values() for call in calls), events, branch)
     if not shown:
         return []
     sent_ids: set[str] = set()
@@ -125,16 +117,31 @@ def calls_the_request_lacks(
     ]
     if lacking or not ledger.irregular:
         return lacking
-    return _cut_calls(ledger, events, contents, branch)
+    return _cut_calls(_shown(ledger.calls, events, branch), contents)
+
+
+def _shown(
+    calls: Iterable[TrackedCall], events: Sequence[Event], branch: str | None
+) -> list[TrackedCall]:
+    """The calls of `calls` ADK's builder shows an agent in `branch`, but the withheld ones.
+
+    A withheld call is left as stored on purpose (`PairingLedger`): a request
+    never lacks it.
+    """
+    return [
+        call
+        for call in calls
+        if not call.withheld and branch_shows(branch, events[call.event_index].branch or None)
+    ]
 
 
 def _cut_calls(
-    ledger: PairingLedger,
-    events: Sequence[Event],
-    contents: Sequence[types.Content],
-    branch: str | None,
+    shown: Sequence[TrackedCall], contents: Sequence[types.Content]
 ) -> list[TrackedCall]:
     """The calls of an irregular history the request carries fewer copies of than it shows.
+
+    `shown` is every call of the history an agent in the request's branch is
+    shown (`_shown`), in history order.
 
     Where ids are reused, an older builder's walk back from a trailing result
     can cut the history at an older call event with the same id (`WalksBack`),
@@ -147,16 +154,14 @@ def _cut_calls(
     this scan, O(calls).
     """
     sent = calls_carried(contents)
-    shown: Counter[tuple[str | None, str]] = Counter()
+    counted: Counter[tuple[str | None, str]] = Counter()
     found: list[TrackedCall] = []
-    for call in ledger.calls:
-        if call.call_id is None or call.withheld:
-            continue
-        if not branch_shows(branch, events[call.event_index].branch or None):
+    for call in shown:
+        if call.call_id is None:
             continue
         key = (call.call_id, call.name)
-        shown[key] += 1
-        if shown[key] > sent[key]:
+        counted[key] += 1
+        if counted[key] > sent[key]:
             found.append(call)
     return found
 
@@ -173,20 +178,29 @@ def repaired_history(
     return place_repairs(events, ledger, texts).events
 
 
-class Splice(enum.Enum):
-    """What `splice` found."""
+class RestoreOutcome(enum.Enum):
+    """What `splice` or `place` found: the calls put back into the request, or why not."""
 
-    #: The repaired events give the same contents: nothing was dropped.
-    NOTHING_TO_RESTORE = "nothing_to_restore"
-    #: The request holds what ADK built from the session: `SpliceResult.contents` replace it.
+    #: The request holds what ADK built from the session: `RestoreResult.contents`
+    #: replace it, with the calls put back.
     RESTORED = "restored"
-    #: The request is not what ADK built from the session (a plugin or callback changed it).
+    #: (`splice`) The repaired events give the same contents, or bring back no
+    #: call: nothing was dropped.
+    NOTHING_TO_RESTORE = "nothing_to_restore"
+    #: (`place`) The request starts after the calls' place: a window (another
+    #: plugin, a processor) left their turn out on purpose, and they stay out.
+    LEFT_OUT = "left_out"
+    #: The request is not what ADK built from the session: another plugin, a
+    #: callback or a processor changed it, and where the calls go is not certain.
     CHANGED_BY_OTHERS = "changed_by_others"
 
 
 @dataclass(frozen=True, slots=True)
-class SpliceResult:
-    outcome: Splice
+class RestoreResult:
+    """What `splice` or `place` returns."""
+
+    outcome: RestoreOutcome
+    #: With `RestoreOutcome.RESTORED`, the request's contents with the calls put back.
     contents: list[types.Content] | None = None
 
 
@@ -204,7 +218,7 @@ def splice(
     request: Sequence[types.Content],
     from_stored: Sequence[types.Content],
     from_repaired: Sequence[types.Content],
-) -> SpliceResult:
+) -> RestoreResult:
     """`request` with `from_stored` (ADK's contents from the stored events) replaced.
 
     `request` must be `from_stored` with transient user contents inserted
@@ -216,13 +230,13 @@ def splice(
     the place is not certain and nothing is spliced.
     """
     if list(from_stored) == list(from_repaired):
-        return SpliceResult(Splice.NOTHING_TO_RESTORE)
+        return RestoreResult(RestoreOutcome.NOTHING_TO_RESTORE)
     brings_back = calls_carried(from_repaired) - calls_carried(from_stored)
     if not brings_back and not carries_every_call(from_stored, from_repaired):
         # The placeholders brought back no call (not even another copy of a
         # reused id) and displaced an event whose calls the stored build
         # showed: the stored build tells the model more.
-        return SpliceResult(Splice.NOTHING_TO_RESTORE)
+        return RestoreResult(RestoreOutcome.NOTHING_TO_RESTORE)
     inserted: list[tuple[int, types.Content]] = []
     matched = 0
     stored_count = len(from_stored)
@@ -232,15 +246,15 @@ def splice(
         elif _is_transient(content):
             inserted.append((matched, content))
         else:
-            return SpliceResult(Splice.CHANGED_BY_OTHERS)
+            return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
     if matched != stored_count:
-        return SpliceResult(Splice.CHANGED_BY_OTHERS)
+        return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
     repaired = list(from_repaired)
     positions: list[int] = []
     for before, _ in inserted:
         position = _place_in_repaired(before, from_stored, repaired)
         if position is None or (positions and position < positions[-1]):
-            return SpliceResult(Splice.CHANGED_BY_OTHERS)
+            return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
         positions.append(position)
     result: list[types.Content] = []
     start = 0
@@ -249,7 +263,7 @@ def splice(
         result.append(content)
         start = position
     result.extend(repaired[start:])
-    return SpliceResult(Splice.RESTORED, result)
+    return RestoreResult(RestoreOutcome.RESTORED, result)
 
 
 def _place_in_repaired(
@@ -321,31 +335,11 @@ def restoration(
     )
 
 
-class Placement(enum.Enum):
-    """What `place` found in a request."""
-
-    #: The request starts as ADK builds it from the history: the calls are put back.
-    RESTORED = "restored"
-    #: The request starts after the calls' place: a window (another plugin, a
-    #: processor) left their turn out on purpose, and they stay out.
-    LEFT_OUT = "left_out"
-    #: The request's contents up to the calls' place are not what ADK built:
-    #: another plugin or a processor changed them, and where the calls go is
-    #: not certain.
-    CHANGED = "changed"
-
-
-@dataclass(frozen=True, slots=True)
-class PlaceResult:
-    outcome: Placement
-    contents: list[types.Content] | None = None
-
-
 def place(
     found: Restoration,
     request: Sequence[types.Content],
     rest: Sequence[types.Content] = (),
-) -> PlaceResult:
+) -> RestoreResult:
     """`request` with `found`'s repaired region in place of its stored one, by one pass.
 
     The request must start with ``found.stored_start`` (compared by value:
@@ -355,7 +349,7 @@ def place(
     instruction and input contexts) anywhere but inside the stored region.
     What follows is kept as it is, whatever changed it: a plugin that added
     parts to the last content, later turns. A window that starts after the
-    calls' place left them out (`Placement.LEFT_OUT`): inside the stored
+    calls' place left them out (`RestoreOutcome.LEFT_OUT`): inside the stored
     start, or in `rest` (what the same build holds after it, when known).
     The repaired region goes in as copies, so nothing a later callback does
     to the request reaches what is remembered.
@@ -365,7 +359,7 @@ def place(
     if not start:
         # The calls go first, and nothing before them says whether a leading
         # user content is the user's or one ADK inserted: not certain.
-        return PlaceResult(Placement.CHANGED)
+        return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
     # The request opens with a content of the build, after any transients ADK
     # inserted first (a user's message is a transient too, by its parts).
     for first, opening in enumerate(request):
@@ -376,14 +370,14 @@ def place(
             if where is None:
                 continue
             if offset > head_count or (offset == head_count and not found.stored_region):
-                return PlaceResult(Placement.LEFT_OUT)
+                return RestoreResult(RestoreOutcome.LEFT_OUT)
             return _restored(found, offset, where, request)
         for offset, content in enumerate(rest):
             if content == opening and _match_from(rest, offset, request, first, whole=True):
-                return PlaceResult(Placement.LEFT_OUT)
+                return RestoreResult(RestoreOutcome.LEFT_OUT)
         if not _is_transient(opening):
             break
-    return PlaceResult(Placement.CHANGED)
+    return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
 
 
 def _match_from(
@@ -419,7 +413,7 @@ def _match_from(
 
 def _restored(
     found: Restoration, offset: int, where: list[int], request: Sequence[types.Content]
-) -> PlaceResult:
+) -> RestoreResult:
     """The request with the stored region (at `where`, from ``start[offset]``) replaced."""
     head_in_window = len(found.head) - offset
     region = len(found.stored_region)
@@ -429,9 +423,9 @@ def _restored(
         if region_at != list(range(cut, cut + region)):
             # A transient inside the region, or between it and the head: its place
             # among the repaired contents is not certain.
-            return PlaceResult(Placement.CHANGED)
-    return PlaceResult(
-        Placement.RESTORED,
+            return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
+    return RestoreResult(
+        RestoreOutcome.RESTORED,
         [*request[:cut], *_copies(found.repaired_region), *request[cut + region :]],
     )
 

@@ -51,12 +51,12 @@ from .errors import (
     mariadb_dialect_message,
     raw_password_message,
     require_type,
-    store_failure,
     unknown_engine_options_message,
     unsupported_scheme_message,
 )
 from .extras import SQLALCHEMY_DIALECTS
 from .masking import mask_secrets, mask_uri, uri_password
+from .store_failures import store_failure
 from .store_layouts import SQLITE_SCHEME_OF, refuse_foreign_tables, refuse_other_layout
 from .uris import PAIRING_PREFIX, REDIS_SCHEMES, inner_uri, is_pairing_uri, uri_scheme
 
@@ -250,7 +250,7 @@ def _raise_connection_failures_typed(service: BaseSessionService, uri: str) -> N
     refused login surfaces as SQLAlchemy's ``DBAPIError`` and an unknown host
     as ``socket.gaierror``. SQLAlchemy's ``do_connect`` event lets the
     connection be made here, so the first use raises the one-line error the
-    CLI prints (`adk_pairing.shells.errors.store_failure`) instead.
+    CLI prints (`adk_pairing.shells.store_failures.store_failure`) instead.
     """
     engine = getattr(service, "db_engine", None)
     sync_engine = getattr(engine, "sync_engine", None)

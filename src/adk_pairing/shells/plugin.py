@@ -76,9 +76,8 @@ from ..core.placeholders import PlaceholderTexts
 from ..ledger import PairingLedger, TrackedCall, held_open_call_ids
 from ..passes.request_pass import repair_contents
 from ..passes.restore_pass import (
-    Placement,
     Restoration,
-    Splice,
+    RestoreOutcome,
     calls_the_request_lacks,
     ends_with_a_result_reaching_back,
     place,
@@ -281,7 +280,7 @@ class PairingPlugin(BasePlugin):
             remembered = self._restorations.get(key)
             if remembered is not None and remembered[0] == marks:
                 placed = place(remembered[1], contents)
-                if placed.outcome is Placement.RESTORED:
+                if placed.outcome is RestoreOutcome.RESTORED:
                     return placed.contents
         # The repaired build first: where ADK refuses it, the stored one is not needed.
         try:
@@ -301,20 +300,20 @@ class PairingPlugin(BasePlugin):
             return None
         from_stored = await rerun_contents_processor(invocation, llm_request, events)
         spliced = splice(contents, from_stored, from_repaired)
-        if spliced.outcome is Splice.NOTHING_TO_RESTORE:
+        if spliced.outcome is RestoreOutcome.NOTHING_TO_RESTORE:
             self._nothing_to_restore.put(marks, None)
             return None
         found = restoration(from_stored, from_repaired)
         if remembers:
             self._restorations.put(key, (marks, found))
-        if spliced.outcome is Splice.RESTORED:
+        if spliced.outcome is RestoreOutcome.RESTORED:
             return spliced.contents
         # Another plugin (or a processor) changed the contents first: the calls
         # go where ADK's builder put them, if the request still holds that place.
         placed = place(found, contents, from_stored[len(found.stored_start) :])
-        if placed.outcome is Placement.RESTORED:
+        if placed.outcome is RestoreOutcome.RESTORED:
             return placed.contents
-        if placed.outcome is Placement.LEFT_OUT:
+        if placed.outcome is RestoreOutcome.LEFT_OUT:
             if logged_once.first_time((*key, "left_out")):
                 logger.info(
                     "adk_pairing: the model request of session %s starts after the turn of "

@@ -1,8 +1,9 @@
 """`PairingSessionService`: a repaired view over any ADK session service.
 
 The decorator is a shell: it delegates every call to the inner service, hands
-what the inner service returned to the view (`adk_pairing.passes.view`) to build or
-bring up to date, logs unanswered calls, and fails open. The rules live below
+what the inner service returned to the view (`adk_pairing.passes.view`) to
+build or bring up to date, logs unanswered calls
+(`adk_pairing.shells.view_warnings`), and fails open. The rules live below
 it: which calls are answered in `adk_pairing.ledger`, the synthetic results
 in `adk_pairing.core.repair`, the view and its upkeep on every append in
 `adk_pairing.passes.view`, what is remembered between reads in
@@ -50,7 +51,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection
 from typing import Any, TypeVar
 
 from google.adk.events.event import Event
@@ -63,12 +63,10 @@ from google.adk.sessions.session import Session
 
 from ..adk import (
     SessionObjectBeforeAppend,
-    adk_drops_unanswered_calls,
     checks_ownership,
     close_session_service,
     is_sqlite_backed,
 )
-from ..adk.internals import store_uri
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache, SessionKey
 from ..core.ownership import (
     is_owned_by,
@@ -77,53 +75,29 @@ from ..core.ownership import (
     session_label,
 )
 from ..core.placeholders import PlaceholderTexts
-from ..core.repair import Fallback, RepairedHistory, repair_history
-from ..ledger import CallStatus, PairingLedger, TrackedCall, build_ledger
+from ..core.repair import repair_history
+from ..ledger import PairingLedger, build_ledger
 from ..passes.view import PairedSession, ViewState, mirror_fields, paired_view, view_state_of
-from ..wire import IrregularShape
 from .errors import (
     ArgumentTypeError,
     ArgumentValueError,
     UnsupportedSchemeError,
     require_pairing_options,
     require_type,
-    store_error_typed,
 )
 from .factory import URI_ARGUMENT, create_inner_session_service
 from .masking import mask_uri
 from .metrics import live_metrics
-from .once import logged_once
 from .shielding import ShieldedCalls
+from .store_failures import StoreErrorsTyped
 from .uris import PAIRING_PREFIX, is_pairing_uri
+from .view_warnings import log_missing_calls, log_unproven, shape_name
 
 __all__ = ["PairingSessionService", "create_session_service"]
 
 logger = logging.getLogger("adk_pairing")
 
 _T = TypeVar("_T")
-
-
-class _StoreErrorsTyped:
-    """``with`` it around a call to `inner`: a login, host or database failure of
-    the store leaves as its one line, still an instance of the store's own class
-    and chained from the original (`adk_pairing.shells.errors.store_error_typed`);
-    every other error leaves as it is. A success pays one ``__enter__`` and
-    ``__exit__``, nothing more."""
-
-    __slots__ = ("_inner",)
-
-    def __init__(self, inner: BaseSessionService) -> None:
-        self._inner = inner
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> bool:
-        if isinstance(error, Exception):
-            typed = store_error_typed(error, store_uri(self._inner))
-            if typed is not None:
-                raise typed from error
-        return False
 
 
 class PairingSessionService(BaseSessionService):
@@ -159,7 +133,7 @@ class PairingSessionService(BaseSessionService):
         inner = _inner_service(inner, uri, inner_kwargs)
         analysis_cache_size = _cache_size(analysis_cache_size)
         self._inner = inner
-        self._store_errors_typed = _StoreErrorsTyped(inner)
+        self._store_errors_typed = StoreErrorsTyped(inner)
         # Stores that do not refuse other owners' sessions themselves (see
         # adk_pairing.core.ownership) are checked here; ADK's own stores pay nothing.
         self._check_owner = not checks_ownership(inner)
@@ -356,12 +330,12 @@ class PairingSessionService(BaseSessionService):
             if log_missing:
                 metrics = live_metrics()
                 if repaired.fallback is not None:
-                    shape = _shape_name(repaired.fallback, ledger.shapes)
-                    _log_unproven(stored, shape, repaired)
+                    shape = shape_name(repaired.fallback, ledger.shapes)
+                    log_unproven(stored, shape, repaired)
                     if metrics:
                         metrics.count_fallback(stored.app_name, "unproven", shape)
                 answered = [call for index in repaired.slots for call in ledger.open_calls[index]]
-                _log_missing(stored, answered)
+                log_missing_calls(stored, answered)
                 if metrics and answered:
                     metrics.count_placeholders(answered, stored.app_name)
             return view
@@ -384,96 +358,6 @@ class PairingSessionService(BaseSessionService):
         if not full_read:
             return build_ledger(stored.events)
         return self._analysis_cache.ledger_for(_cache_key(stored), stored.events)
-
-
-def _log_missing(stored: Session, answered: list[TrackedCall]) -> None:
-    """Logs once each missing call of `answered`, the calls the view answers."""
-    for call in answered:
-        if call.status is not CallStatus.MISSING:
-            continue
-        call_event = stored.events[call.event_index]
-        key = (stored.app_name, stored.user_id, stored.id, call_event.id, call.key)
-        if logged_once.first_time(key):
-            logger.warning(
-                "Unanswered function call %s (%s) has no recorded result; the view "
-                "answers it with a placeholder. %s",
-                call.call_id or "<no id>",
-                call.name,
-                session_label(stored),
-            )
-
-
-#: Which shape names a view served as stored when its history has several: the
-#: first of them here, so a metric's ``shape`` label and the log say one name.
-#: Written out rather than read from `IrregularShape`'s order, so reordering or
-#: extending the enum cannot move a label silently; tests/unit/test_service_shell.py
-#: fails until a new shape has its place.
-SHAPE_LABEL_PRIORITY: tuple[IrregularShape, ...] = (
-    IrregularShape.CALL_ID_TWICE_IN_ONE_EVENT,
-    IrregularShape.CALL_ID_REUSED_WHILE_OPEN,
-    IrregularShape.CALL_ID_LIKE_A_FALLBACK,
-    IrregularShape.NOT_SENT_AS_A_CALL,
-    IrregularShape.IDLESS_CALLS_IN_ONE_EVENT,
-    IrregularShape.IDLESS_RESULT_NOTHING_WAITS_FOR,
-    IrregularShape.ID_ANSWERED_TWICE_IN_ONE_EVENT,
-    IrregularShape.CALLS_AND_RESULTS_IN_ONE_EVENT,
-    IrregularShape.CALL_BESIDE_AN_ADK_REQUEST,
-    IrregularShape.ANSWER_FROM_ANOTHER_AGENT,
-    IrregularShape.RESULT_BEFORE_ITS_CALL,
-    IrregularShape.RESULT_UNDER_ANOTHER_NAME,
-    IrregularShape.RESULT_AFTER_ANOTHER_BRANCHS_CALLS,
-    IrregularShape.CALL_ID_ANSWERED_OUT_OF_SIGHT,
-)
-_SHAPE_RANK = {shape: rank for rank, shape in enumerate(SHAPE_LABEL_PRIORITY)}
-
-
-def _shape_name(fallback: Fallback, shapes: Collection[IrregularShape]) -> str:
-    """The one name a view served as stored has: its first shape by `SHAPE_LABEL_PRIORITY`.
-
-    A shape missing from the priority comes after the listed ones, by name, so a
-    label never depends on a set's order.
-    """
-    if fallback is Fallback.UNPROVEN and shapes:
-        unranked = len(_SHAPE_RANK)
-        return min(shapes, key=lambda shape: (_SHAPE_RANK.get(shape, unranked), shape.value)).value
-    return fallback.value
-
-
-def _fallback_advice() -> str:
-    """What helps a view served as stored, on the installed ADK.
-
-    Where ADK's builder drops the unanswered calls (`adk_drops_unanswered_calls`),
-    the model no longer sees them, and `PairingPlugin` puts them back
-    (`adk_pairing.passes.restore_pass`); elsewhere ADK sends them unanswered and
-    the plugin answers them.
-    """
-    if adk_drops_unanswered_calls():
-        return (
-            "This ADK's request builder drops those calls, so the model is not told it "
-            "made them unless PairingPlugin is in the runner's plugins: it puts them back, "
-            "answered, in the request."
-        )
-    return (
-        "This ADK sends those calls unanswered, which Anthropic, Bedrock and OpenAI-style "
-        "providers reject, unless PairingPlugin is in the runner's plugins: it answers "
-        "them in the request."
-    )
-
-
-def _log_unproven(stored: Session, shape: str, repaired: RepairedHistory) -> None:
-    if not logged_once.first_time((stored.app_name, stored.user_id, stored.id, "unproven")):
-        return
-    logger.warning(
-        "Session %s has unanswered function calls in a history whose placeholders would "
-        "make ADK's request worse (shape=%s: ADK's request builder pairs them by call id "
-        "or merges them out of call order); the view serves %d of its %d call events "
-        "with unanswered calls as stored. %s",
-        session_label(stored),
-        shape,
-        len(repaired.served_as_stored),
-        len(repaired.served_as_stored) + len(repaired.slots),
-        _fallback_advice(),
-    )
 
 
 def _inner_service(
