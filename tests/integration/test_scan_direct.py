@@ -635,8 +635,8 @@ async def test_direct_reader_reports_sessions_over_the_timeout_and_goes_on(
     tmp_path: Path, strict: bool
 ) -> None:
     """A timeout no rebuild can meet: every session with events is reported, none counted."""
-    from adk_pairing.cli._scan import ReaderChoice, ScanOptions, scan_store
     from adk_pairing.cli._store import open_read_only
+    from adk_pairing.cli._store_scan import ReaderChoice, ScanOptions, scan_store
 
     seeded = await asyncio.to_thread(_db_sqlite_store, tmp_path)
     store = open_read_only(seeded.uri)
@@ -827,8 +827,8 @@ def test_a_direct_read_keeps_start_up_out_of_the_collector_and_thaws_only_its_ow
     """
     import gc
 
-    from adk_pairing.cli._scan import Hooks, ReaderChoice, ScanOptions, scan_store
     from adk_pairing.cli._store import open_read_only
+    from adk_pairing.cli._store_scan import Hooks, ReaderChoice, ScanOptions, scan_store
 
     if kind == "db-sqlite":
         seeded = _db_sqlite_store(tmp_path)

@@ -26,9 +26,9 @@ from google.genai import types
 
 from adk_pairing.adk import list_sessions_requires_user
 from adk_pairing.cli._common import CliError, explain, human_age, parse_time, short
-from adk_pairing.cli._scan import Hooks, ReaderChoice, ScanOptions, scan_store
 from adk_pairing.cli._scan_report import ScanResult
 from adk_pairing.cli._store import OpenedStore, parse_options, read_only_target
+from adk_pairing.cli._store_scan import Hooks, ReaderChoice, ScanOptions, scan_store
 
 SECRET = "hunter2"
 

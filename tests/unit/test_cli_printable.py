@@ -112,7 +112,7 @@ def _store_that_raises(monkeypatch: pytest.MonkeyPatch, error: Exception) -> Non
             pass
 
     monkeypatch.setattr("adk_pairing.cli._store.open_read_only", lambda *a, **k: Store())
-    monkeypatch.setattr("adk_pairing.cli._scan.scan_store", failing)
+    monkeypatch.setattr("adk_pairing.cli._store_scan.scan_store", failing)
 
 
 def test_an_unexpected_error_is_one_line_with_its_own_status_and_no_uri_blame(

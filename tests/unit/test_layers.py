@@ -203,7 +203,7 @@ def test_each_module_imports_only_its_own_layer_and_those_below() -> None:
         ("core.repair", "import adk_pairing.passes.view"),
         ("passes.view", "from ..shells import service"),
         ("passes.request_pass", "from adk_pairing.shells.plugin import PairingPlugin"),
-        ("shells.service", "from ..cli._scan import scan"),
+        ("shells.service", "from ..cli._store_scan import scan"),
     ],
 )
 def test_an_import_one_layer_up_is_caught(module: str, spelling: str) -> None:
@@ -278,7 +278,7 @@ def _private_names_taken(source: str, name: str, is_package: bool, modules: set[
     """Private names of other modules of ours that module `name` imports or reads.
 
     ``from .service import _x`` and ``service._x`` both count; a private module
-    (``from . import _scan``) does not: it is a module of its package, not a name.
+    (``from . import _store_scan``) does not: it is a module of its package, not a name.
     """
     here = name.split(".") if is_package else name.split(".")[:-1]
     taken: list[str] = []

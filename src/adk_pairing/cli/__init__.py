@@ -271,7 +271,6 @@ def scan(
     """Report stored sessions with missing (lost) and pending (held-open) calls."""
     from ._common import parse_time
     from ._direct import Shard
-    from ._scan import ReaderChoice, ScanOptions
     from ._scan_modes import (
         Output,
         StoreScan,
@@ -281,6 +280,7 @@ def scan(
         scan_in_jobs,
         scan_in_process,
     )
+    from ._store_scan import ReaderChoice, ScanOptions
 
     output = Output(json_output, json_lines, limit, fail_on)
     check_choices(reader, output)
@@ -331,9 +331,9 @@ def show(
     debug: DebugOpt = False,
 ) -> None:
     """Print a session's stored events and its repaired view side by side."""
-    from ._scan import refuse_unknown_app_or_user
     from ._show import ShownSession, list_sessions, load, render, render_listing
     from ._store import open_read_only, parse_options
+    from ._store_scan import refuse_unknown_app_or_user
 
     async def go() -> ShownSession | tuple[str, list[dict[str, object]]]:
         store = open_read_only(uri, parse_options(option))

@@ -59,10 +59,10 @@ from ._common import (
 )
 from ._direct.base import Shard
 from ._printable import printable
-from ._scan import Hooks, ScanOptions, close_reader, open_reader, progress_bar, scan_store
 from ._scan_report import ScanResult, broken_session_record, sum_reports
 from ._stop import StopRequest, forward_signals, held, stop_on_forwarded_signals, stop_on_signals
 from ._store import OpenedStore
+from ._store_scan import Hooks, ScanOptions, close_reader, open_reader, progress_bar, scan_store
 
 #: Seconds between two progress messages of a worker.
 _PROGRESS_EVERY = 0.1

@@ -27,10 +27,10 @@ from ._common import EXIT_ERROR, dumps, fail, run, stdout_console
 from ._printable import json_text
 
 if TYPE_CHECKING:
-    from ._scan import ScanOptions
     from ._scan_report import ScanResult
     from ._stop import StopRequest
     from ._store import OpenedStore
+    from ._store_scan import ScanOptions
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Output:
 
 def check_choices(reader: str, output: Output) -> None:
     """Refuses, as click refuses a bad option, the values typer cannot check itself."""
-    from ._scan import FAIL_ON_CHOICES, ReaderChoice
+    from ._store_scan import FAIL_ON_CHOICES, ReaderChoice
 
     if output.fail_on not in FAIL_ON_CHOICES:
         raise typer.BadParameter(
@@ -129,9 +129,9 @@ def scan_in_jobs(jobs: int, scan: StoreScan) -> NoReturn:
 def scan_in_process(scan: StoreScan) -> NoReturn:
     """The default: this process reads the store, a progress bar on a terminal."""
     from ._common import stderr_console
-    from ._scan import Hooks, scan_store, scan_with_progress
     from ._scan_report import broken_session_record
     from ._stop import StopRequest, stop_on_signals
+    from ._store_scan import Hooks, scan_store, scan_with_progress
 
     err = stderr_console()
     hooks = Hooks()

@@ -1,6 +1,6 @@
 """The scan's report: its records and counts, merging shards' reports, and the text summary.
 
-`adk_pairing.cli._scan` drives the reading and fills a `ScanResult`; this
+`adk_pairing.cli._store_scan` drives the reading and fills a `ScanResult`; this
 module holds what a report is (`Finding`, `AppCounts`, `ScanResult`), how the
 reports of N shards become one (`load_report`, `merge_reports`) and how a
 report reads on a terminal (`render`).

@@ -169,7 +169,7 @@ async def _no_such_session(store: OpenedStore, app: str, user: str, session_id: 
     listing = f"adk-pairing show {where} --app {shlex.quote(app)} --user {shlex.quote(user)}"
     neighbours = await list_sessions(store, app=app, user=user)
     if not neighbours:
-        from ._scan import refuse_unknown_app_or_user  # the scan's own check, not a copy
+        from ._store_scan import refuse_unknown_app_or_user  # the scan's own check, not a copy
 
         await refuse_unknown_app_or_user(store, app, user)
         return (
