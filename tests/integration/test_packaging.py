@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -49,7 +50,11 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
 
 def test_build_prints_no_warning(dist) -> None:
     _, _, log = dist
-    warnings = [line for line in log.splitlines() if "warn" in line.lower()]
+    # A file's name is not a warning (the package has a `view_warnings.py`): paths
+    # are blanked before the match, so only the build's own words count.
+    warnings = [
+        line for line in log.splitlines() if "warn" in re.sub(r"\S*/\S*", " ", line).lower()
+    ]
     assert warnings == [], "\n".join(warnings)
 
 
