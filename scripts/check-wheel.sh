@@ -27,7 +27,9 @@ if ! env -u PYTHONDONTWRITEBYTECODE "$BUILD_PYTHON" -m build --outdir "$work/dis
   cat "$work/build.log" >&2
   fail "python -m build"
 fi
-if grep -inE "warn|deprecat" "$work/build.log" >&2; then
+# A file's name is not a warning (the package has a view_warnings.py): paths
+# are blanked before the match, so only the build's own words count.
+if sed -E 's#[^[:space:]]*/[^[:space:]]*# #g' "$work/build.log" | grep -inE "warn|deprecat" >&2; then
   fail "python -m build printed the warnings above"
 fi
 "$BUILD_PYTHON" -m twine check --strict "$work"/dist/*
