@@ -160,3 +160,31 @@ def test_before_the_answer_adks_builder_would_get_one_id_twice_from_the_placehol
     unchecked = place_repairs(events, build_ledger(events), TEXTS)
     assert list(unchecked.slots) == [1, 3]
     assert not view_never_worse(events, unchecked.events)
+
+
+def test_an_answer_event_is_asked_once_whether_the_builder_leaves_it_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Noting answers reads an event's parts once, not once per answer: a parallel
+    turn of n calls answered in one event would otherwise cost n² part reads."""
+    from adk_pairing.ledger import open_calls
+
+    asked: list[int] = []
+    real = open_calls.builder_leaves_out
+
+    def counting(parts, names):  # type: ignore[no-untyped-def]
+        asked.append(len(parts))
+        return real(parts, names)
+
+    monkeypatch.setattr(open_calls, "builder_leaves_out", counting)
+    width = 50
+    ids = [f"p{i}" for i in range(width)]
+    events = [
+        user_text(),
+        model_event([call(call_id) for call_id in ids]),
+        response_event([response(call_id) for call_id in ids]),
+    ]
+    ledger = PairingLedger(NEWEST_BUILDER)
+    ledger.walk(events, 0)
+    assert not ledger.open_calls
+    assert asked == [width, width]  # the call event once (opening), the answer event once

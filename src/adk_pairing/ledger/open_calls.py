@@ -62,6 +62,7 @@ class OpenCallIndex:
     """The calls still open, as the newest builder's rules open them and find them."""
 
     __slots__ = (
+        "_left_out_event",
         "answered_ids",
         "by_branch",
         "idless_open",
@@ -99,6 +100,10 @@ class OpenCallIndex:
         self.watch_compaction = False
         #: Set once a reuse that no answer can make regular was seen.
         self.reuse_stays_irregular = False
+        # (event index, whether the builder leaves that event out), for the
+        # event whose answers `note_answered` reads: asked once per event, not
+        # once per answer, which would be quadratic in a wide parallel answer.
+        self._left_out_event: tuple[int, bool] = (-1, False)
 
     def open_event(
         self,
@@ -242,15 +247,23 @@ class OpenCallIndex:
         shapes.add(IrregularShape.CALL_ID_REUSED_WHILE_OPEN)
 
     def note_answered(
-        self, call: TrackedCall, parts: Sequence[PartRead], shapes: set[IrregularShape]
+        self,
+        call: TrackedCall,
+        parts: Sequence[PartRead],
+        index: int,
+        shapes: set[IrregularShape],
     ) -> None:
-        """`call`, which has an id, was answered by its agent or the user, in an event of `parts`.
+        """`call`, which has an id, was answered by its agent or the user in event `index`.
 
-        Only a result that reaches ADK's request counts (`note_reuse`): the
-        builder leaves out, whole, an event with a confirmation or credential
-        request or its answer.
+        `parts` are that event's. Only a result that reaches ADK's request
+        counts (`note_reuse`): the builder leaves out, whole, an event with a
+        confirmation or credential request or its answer.
         """
-        if builder_leaves_out(parts, left_out_call_names()):
+        at, left_out = self._left_out_event
+        if at != index:
+            left_out = builder_leaves_out(parts, left_out_call_names())
+            self._left_out_event = (index, left_out)
+        if left_out:
             return
         answered = self.answered_ids
         if len(answered) >= ANSWERED_IDS_REMEMBERED:

@@ -237,7 +237,7 @@ class PairingLedger:
                 elif older is not None:
                     older.check_answer(for_older, call, response)
                 elif response_id:
-                    open_index.note_answered(call, parts, shapes)
+                    open_index.note_answered(call, parts, index, shapes)
                 self._settle(call, settled, index)
                 if answered_at is not None:
                     answered_at.append((index, part_index))
