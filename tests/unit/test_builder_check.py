@@ -393,12 +393,13 @@ def _unprovable_spot_then_an_interrupted_call() -> list[Event]:
     ]
 
 
-def test_only_the_call_event_the_check_cannot_prove_is_served_as_stored() -> None:
+def test_only_the_call_event_the_builder_would_reorder_is_served_as_stored() -> None:
     """Issue 23, item 8: one unprovable spot no longer sends the whole session as stored.
 
-    Where the check accepts the whole view (a builder that keeps the
-    unanswered call in the stored request, so it is invalid already), every
-    call event is repaired.
+    The ledger decides it from the builder's traits (`PairingLedger.serves_as_stored`),
+    without running the builder; ADK's own builder is the oracle here. Where it
+    accepts the whole view (a builder that keeps the unanswered call in the
+    stored request, so it is invalid already), every call event is repaired.
     """
     events = _unprovable_spot_then_an_interrupted_call()
     ledger = build_ledger(events)
@@ -427,11 +428,19 @@ def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stor
     """The search for provable call events is bounded; what it has not proven goes as stored."""
     from adk_pairing.core import repair
 
-    events = _unprovable_spot_then_an_interrupted_call()
+    # One id twice in one event makes the history irregular: its view is checked.
+    events = [
+        model_event([call("twice"), call("twice")]),
+        response_event([response("twice"), response("twice")]),
+        *_unprovable_spot_then_an_interrupted_call(),
+    ]
+    ledger = build_ledger(events)
+    assert ledger.irregular
     monkeypatch.setattr(repair, "MOST_PARTIAL_CHECKS", 0)
     monkeypatch.setattr(repair, "view_never_worse", lambda *args, **kwargs: False)
-    repaired = repair_history(events, build_ledger(events), TEXTS)
-    assert repaired.served_as_stored == (1, 4) and not repaired.slots
+    repaired = repair_history(events, ledger, TEXTS)
+    assert repaired.fallback is Fallback.UNPROVEN
+    assert repaired.served_as_stored == (3, 6) and not repaired.slots
     assert repaired.events == events
 
 

@@ -28,6 +28,11 @@ docs/compatibility.md ("What the request builder does, by release").
     The builder drops a response no call carries the id of before its
     rearrangers run, so such an event is never its last one.
 
+``drops_unanswered_calls``
+    The builder drops a call nothing answers (`adk_drops_unanswered_calls`),
+    so the stored request of a parallel turn with a call left open between
+    answered ones holds the answered calls alone, their answers in call order.
+
 The probes run ADK's pure rearranging functions on plain events (no I/O). If a
 function or its module is absent, or fails in an unforeseen way, the newest
 behaviour is assumed (`NEWEST_BUILDER`): the probe can only get more careful,
@@ -60,11 +65,14 @@ class BuilderTraits(NamedTuple):
     history_pairs_by_last_response: bool
     latest_response_walks_back: bool
     drops_orphan_responses: bool = True
+    drops_unanswered_calls: bool = False
 
 
 #: The newest builder's traits: no reused-id hazard in the request builder.
 NEWEST_BUILDER = BuilderTraits(
-    history_pairs_by_last_response=False, latest_response_walks_back=False
+    history_pairs_by_last_response=False,
+    latest_response_walks_back=False,
+    drops_unanswered_calls=True,
 )
 
 _CONTENTS = "google.adk.flows.llm_flows.contents"
@@ -124,7 +132,7 @@ def builder_traits() -> BuilderTraits:
     except Exception:
         walks_back = False
     drops_orphans = hasattr(contents, "_drop_orphaned_function_responses")
-    return BuilderTraits(by_last, walks_back, drops_orphans)
+    return BuilderTraits(by_last, walks_back, drops_orphans, adk_drops_unanswered_calls())
 
 
 @functools.cache

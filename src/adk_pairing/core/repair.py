@@ -5,6 +5,13 @@ by an annotated copy, and one synthetic event (`adk_pairing.core.placeholders`)
 answers its open calls, placed where ADK's request builder pairs it with them
 (`PairingLedger.placement`).
 
+A regular history's call event whose answers no placement keeps in call
+order goes as stored where the ledger says the builder keeps the stored
+request in order (`PairingLedger.serves_as_stored`), decided from the
+builder's traits and proven against each release's builder
+(tests/unit/test_builder_check.py and the fuzzers), not by running it here;
+only where the ledger cannot tell is the view checked as below.
+
 An irregular history (`PairingLedger.irregular`) is repaired only where
 `adk_pairing.rules.builder_check` shows that ADK's own request builder, run on the repaired
 list, keeps every request valid that it keeps valid on the stored one. Where
@@ -46,7 +53,8 @@ class Fallback(enum.StrEnum):
     #: A call event whose open calls sit between calls later events answered:
     #: no placement of its placeholders gives the answers in call order
     #: (`PairingLedger.placement`), and ADK's builder keeps the stored
-    #: request in order (`adk_pairing.rules.builder_check`).
+    #: request in order (`PairingLedger.serves_as_stored`; in an irregular
+    #: history, `adk_pairing.rules.builder_check`).
     ANSWERS_OUT_OF_ORDER = "answers_out_of_order"
 
 
@@ -64,6 +72,9 @@ class RepairedHistory:
     #: The stored indices of those call events, in order; the rest of the
     #: history keeps its placeholders (`slots`).
     served_as_stored: tuple[int, ...] = ()
+    #: ADK's builder checked this view whole (`adk_pairing.rules.builder_check`):
+    #: which call events it serves as stored depends on the whole history.
+    checked: bool = False
 
     @property
     def serves_some_as_stored(self) -> bool:
@@ -78,28 +89,46 @@ def repair_history(
 
     Healthy events are the very objects passed in; only events with unanswered
     calls are replaced, by annotated copies. `ledger` must have been built
-    over exactly `events`. `view_never_worse` checks the view of an irregular
-    history, and of one with a call event whose placeholders no placement
-    puts in call order (`PairingLedger.placement`). When it rejects the whole
-    view, the call events whose placeholders it cannot prove are served as
-    stored, with the reason (`RepairedHistory.fallback`,
-    `RepairedHistory.served_as_stored`), and every other one keeps its
-    placeholders; the view returned is one the check accepted.
+    over exactly `events`. In a regular history the ledger says which call
+    events go as stored (`PairingLedger.serves_as_stored`). `view_never_worse`
+    checks the view of an irregular history, and of a regular one where the
+    ledger cannot tell; when it rejects the whole view,
+    the call events whose placeholders it cannot prove are served as stored.
+    Either way the reason is given (`RepairedHistory.fallback`,
+    `RepairedHistory.served_as_stored`), and every other call event keeps its
+    placeholders.
     """
-    repaired = place_repairs(events, ledger, texts)
-    if not repaired.slots:
-        return repaired
-    out_of_order = any(slot.anchor is None for slot in repaired.slots.values())
-    if not (ledger.irregular or out_of_order):
-        return repaired
+    slots = _slots(events, ledger, texts)
+    if not slots:
+        return RepairedHistory(list(events), {})
+    if ledger.irregular:
+        return _checked_repair(events, slots, Fallback.UNPROVEN)
+    as_stored = {
+        index: ledger.serves_as_stored(index, events)
+        for index, slot in slots.items()
+        if slot.anchor is None
+    }
+    if None in as_stored.values():
+        return _checked_repair(events, slots, Fallback.ANSWERS_OUT_OF_ORDER)
+    served_as_stored = tuple(index for index, stored in as_stored.items() if stored)
+    for index in served_as_stored:
+        del slots[index]
+    fallback = Fallback.ANSWERS_OUT_OF_ORDER if served_as_stored else None
+    return RepairedHistory(_render(events, slots), slots, fallback, served_as_stored)
+
+
+def _checked_repair(
+    events: Sequence[Event], slots: dict[int, RepairedSlot], fallback: Fallback
+) -> RepairedHistory:
+    """The repair `view_never_worse` accepts: every slot, else those `_provable_slots` finds."""
+    view = _render(events, slots)
     stored_verdicts: StoredVerdicts = {}
-    if view_never_worse(events, repaired.events, stored_verdicts=stored_verdicts):
-        return repaired
-    fallback = Fallback.UNPROVEN if ledger.irregular else Fallback.ANSWERS_OUT_OF_ORDER
-    kept = _provable_slots(events, repaired.slots, stored_verdicts)
-    served_as_stored = tuple(index for index in repaired.slots if index not in kept)
+    if view_never_worse(events, view, stored_verdicts=stored_verdicts):
+        return RepairedHistory(view, slots, checked=True)
+    kept = _provable_slots(events, slots, stored_verdicts)
+    served_as_stored = tuple(index for index in slots if index not in kept)
     # Rendered last, so each kept slot holds the synthetic event served.
-    return RepairedHistory(_render(events, kept), kept, fallback, served_as_stored)
+    return RepairedHistory(_render(events, kept), kept, fallback, served_as_stored, checked=True)
 
 
 def _provable_slots(
@@ -148,14 +177,19 @@ def place_repairs(
     call order, it goes right after the call event (its slot's `anchor` is
     None), and `repair_history` checks the view.
     """
+    slots = _slots(events, ledger, texts)
+    return RepairedHistory(_render(events, slots) if slots else list(events), slots)
+
+
+def _slots(
+    events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
+) -> dict[int, RepairedSlot]:
+    """The repair of each call event with open calls, in index order, at its `placement`."""
     open_calls = ledger.open_calls
-    if not open_calls:
-        return RepairedHistory(list(events), {})
-    slots = {
+    return {
         index: RepairedSlot(events[index], open_calls[index], texts, ledger.placement(index))
         for index in sorted(open_calls)
     }
-    return RepairedHistory(_render(events, slots), slots)
 
 
 def _render(events: Sequence[Event], slots: Mapping[int, RepairedSlot]) -> list[Event]:

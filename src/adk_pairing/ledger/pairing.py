@@ -62,7 +62,7 @@ from .calls import (
 from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
-from .placement import Placements
+from .placement import Placements, answers_stay_in_call_order
 from .reads import CallRead, EventRead, PartRead
 
 #: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
@@ -129,6 +129,48 @@ class PairingLedger:
         See `adk_pairing.ledger.placement`.
         """
         return self._placements.placement(index, self._index.slots.get(index))
+
+    def serves_as_stored(self, index: int, events: Sequence[EventRead]) -> bool | None:
+        """Whether call event `index` of a regular history goes as stored; None if unknown here.
+
+        `events` is the history the ledger walked. Only a call event whose
+        answers no placement keeps in call order (`placement` is None) can go
+        as stored:
+
+        * Where it has an id-less call, ADK's builder pairs that call's
+          results by name across events, and is asked (None), as for an
+          irregular history (`adk_pairing.rules.builder_check`).
+        * A builder that sends a call nothing answers as stored (not
+          `BuilderTraits.drops_unanswered_calls`), or keeps one because its
+          event marks it long-running, sends a request no strict provider
+          takes: placeholders right after the call event make it no worse
+          and answer every call (False).
+        * Else it drops the open calls when no event carries one of their ids
+          in a result or a long-running mark, and merges the other calls'
+          results in history order (`answers_stay_in_call_order`). When that
+          is call order, the stored request keeps Gemini's rule there, which
+          a placeholder would break (True); when not, it breaks it already,
+          and placeholders answer every call (False). Where some event does
+          carry such an id, whether the builder drops the call depends on
+          which events a request shows: it is asked (None).
+        """
+        if self.placement(index) is not None:
+            return False
+        call_event = events[index]
+        parts = call_event.content.parts if call_event.content is not None else None
+        if any(
+            part.function_call is not None and not part.function_call.id for part in parts or ()
+        ):
+            return None
+        if not self.traits.drops_unanswered_calls:
+            return False
+        marked = call_event.long_running_tool_ids or ()
+        open_ids: set[str] = set()
+        for call in self._index.slots[index].values():
+            if call.call_id in marked:
+                return False
+            open_ids.add(call.call_id)  # type: ignore[arg-type]
+        return answers_stay_in_call_order(events, index, open_ids)
 
     def observe(self, event: EventRead, index: int) -> Observation:
         """Records `event` (at `index` in the history) and says what it changed.

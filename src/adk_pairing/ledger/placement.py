@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .calls import TrackedCall
-from .reads import PartRead
+from .reads import EventRead, PartRead
 
 
 class AnsweredLater(NamedTuple):
@@ -137,3 +137,46 @@ class Placements:
         copied.answered_later = dict(self.answered_later)
         copied.to_confirm = self.to_confirm
         return copied
+
+
+def answers_stay_in_call_order(
+    events: Sequence[EventRead], index: int, open_ids: set[str]
+) -> bool | None:
+    """Whether ADK's request answers call event `index` in call order once it drops `open_ids`.
+
+    Where the builder drops calls nothing answers (``drop_orphaned_function_calls``),
+    it keeps a call whose id some event carries in a result or a long-running
+    mark: then whether it drops one of `open_ids` depends on which events a
+    request shows, and this says None. Else it drops them all, and merges the
+    remaining calls' results in history order (the module docstring): True
+    when that is their call order. A result given twice is None too: the
+    builder takes the last, in the first one's place. One pass over the
+    history, asked only of a call event no placement keeps in call order
+    (`PairingLedger.serves_as_stored`).
+    """
+    call_event = events[index].content
+    part_of = {
+        part.function_call.id: part_index
+        for part_index, part in enumerate(call_event.parts or () if call_event else ())
+        if part.function_call is not None and part.function_call.id
+    }
+    answered: list[int] = []
+    seen: set[str] = set()
+    for position, event in enumerate(events):
+        marked = event.long_running_tool_ids
+        if marked and not open_ids.isdisjoint(marked):
+            return None
+        content = event.content
+        for part in (content.parts or ()) if content is not None else ():
+            response = part.function_response
+            if response is None:
+                continue
+            response_id = response.id
+            if response_id in open_ids:
+                return None
+            if position > index and response_id in part_of:
+                if response_id in seen:
+                    return None
+                seen.add(response_id)
+                answered.append(part_of[response_id])
+    return answered == sorted(answered)

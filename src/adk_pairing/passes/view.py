@@ -22,7 +22,9 @@ returned. The rules it keeps:
 * The upkeep is incremental: O(parts of the new events), plus one re-render of
   each call event an appended response settles. Only a rewind, a store that
   shrank the history, an append after a response event that made the ledger
-  withhold calls, or an append to an irregular history with unanswered calls
+  withhold calls, an answer to a call event whose placeholders sit after a
+  later event or which goes as stored, or an append to an irregular history
+  with unanswered calls
   (whose view must be checked whole against ADK's builder, `adk_pairing.rules.builder_check`)
   makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
@@ -69,19 +71,16 @@ class ViewState:
         # The keys of `slots`, sorted: how many synthetic events precede a
         # stored index, hence where its synthetic event sits in the view.
         self.slot_order: list[int] = []
-        #: The view was checked whole against ADK's builder, and may serve
-        #: some call events as stored after that check
-        #: (`adk_pairing.core.repair.repair_history`): the verdict, and which call
-        #: events go as stored, depend on the whole history, so each append
-        #: repairs the view again, as a fresh read would.
+        #: The view was checked whole against ADK's builder
+        #: (`RepairedHistory.checked`): the verdict, and which call events go
+        #: as stored, depend on the whole history, so each append repairs the
+        #: view again, as a fresh read would.
         self.checked = False
 
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
-        self.checked = repaired.serves_some_as_stored or any(
-            slot.anchor is None for slot in repaired.slots.values()
-        )
+        self.checked = repaired.checked
 
     def catch_up(self, view: PairedSession, stored_before: int) -> None:
         """Brings `view` up to date with the inner session, which held `stored_before` events.
@@ -128,8 +127,9 @@ class ViewState:
 
         It cannot when some placeholders must move back to their call events,
         when the history turned irregular with open calls, or when a call
-        settled whose placeholders sit, or must now sit, after a later event
-        than the call (`PairingLedger.placement`).
+        settled whose call event goes as stored (`PairingLedger.serves_as_stored`)
+        or whose placeholders sit, or must now sit, after a later event than
+        the call (`PairingLedger.placement`).
         """
         settled, opened, held, placements_moved = observed
         if placements_moved or (ledger.irregular and ledger.open_calls):
@@ -138,12 +138,14 @@ class ViewState:
             touched: dict[int, None] = {}
             for call in settled:
                 call_index = call.event_index
+                slot = self.slots.get(call_index)
                 if (
-                    self.slots[call_index].anchor != call_index
+                    slot is None
+                    or slot.anchor != call_index
                     or ledger.placement(call_index) != call_index
                 ):
                     return False
-                self.slots[call_index].settle(call.part_index)
+                slot.settle(call.part_index)
                 touched[call_index] = None
             for call in held:
                 # Its placeholder's status changed (a child run began or
@@ -151,7 +153,7 @@ class ViewState:
                 # where the view still holds its synthetic event.
                 previous = self.slots.get(call.event_index)
                 if previous is None:
-                    continue  # withheld from the view (`WalksBack`)
+                    continue  # withheld from the view (`WalksBack`), or served as stored
                 slot = RepairedSlot(
                     previous.call_event,
                     ledger.open_calls[call.event_index],
