@@ -151,7 +151,7 @@ def test_an_open_id_a_result_carries_elsewhere_is_left_to_the_builder() -> None:
     ]
     ledger = build_ledger(events)
     assert not ledger.irregular and ledger.placement(4) is None
-    assert ledger.serves_as_stored(4, events) is None
+    assert ledger.serves_as_stored([4], events) == {4: None}
     repaired = repair_history(events, ledger, TEXTS)
     assert repaired.checked
     assert view_never_worse(events, repaired.events), _brief(events)

@@ -103,11 +103,9 @@ def repair_history(
         return RepairedHistory(list(events), {})
     if ledger.irregular:
         return _checked_repair(events, slots, Fallback.UNPROVEN)
-    as_stored = {
-        index: ledger.serves_as_stored(index, events)
-        for index, slot in slots.items()
-        if slot.anchor is None
-    }
+    as_stored = ledger.serves_as_stored(
+        (index for index, slot in slots.items() if slot.anchor is None), events
+    )
     if None in as_stored.values():
         return _checked_repair(events, slots, Fallback.ANSWERS_OUT_OF_ORDER)
     served_as_stored = tuple(index for index, stored in as_stored.items() if stored)

@@ -130,12 +130,14 @@ class PairingLedger:
         """
         return self._placements.placement(index, self._index.slots.get(index))
 
-    def serves_as_stored(self, index: int, events: Sequence[EventRead]) -> bool | None:
-        """Whether call event `index` of a regular history goes as stored; None if unknown here.
+    def serves_as_stored(
+        self, indices: Iterable[int], events: Sequence[EventRead]
+    ) -> dict[int, bool | None]:
+        """For each call event of `indices` in a regular history: does it go as stored?
 
-        `events` is the history the ledger walked. Only a call event whose
-        answers no placement keeps in call order (`placement` is None) can go
-        as stored:
+        None where only ADK's builder can tell. `events` is the history the
+        ledger walked. Only a call event whose answers no placement keeps in
+        call order (`placement` is None) can go as stored:
 
         * Where it has an id-less call, ADK's builder pairs that call's
           results by name across events, and is asked (None), as for an
@@ -153,10 +155,24 @@ class PairingLedger:
           and placeholders answer every call (False). Where some event does
           carry such an id, whether the builder drops the call depends on
           which events a request shows: it is asked (None).
+
+        One pass over the history for all of `indices` that need it.
         """
+        verdicts: dict[int, bool | None] = {}
+        asked: dict[int, set[str]] = {}
+        for index in indices:
+            verdicts[index] = self._serves_as_stored_by_its_event(index, events[index], asked)
+        if asked:
+            verdicts.update(answers_stay_in_call_order(events, asked))
+        return verdicts
+
+    def _serves_as_stored_by_its_event(
+        self, index: int, call_event: EventRead, asked: dict[int, set[str]]
+    ) -> bool | None:
+        """`serves_as_stored` of one call event, as far as that event tells; else its open
+        ids go to `asked`, for the pass over the history."""
         if self.placement(index) is not None:
             return False
-        call_event = events[index]
         parts = call_event.content.parts if call_event.content is not None else None
         if any(
             part.function_call is not None and not part.function_call.id for part in parts or ()
@@ -170,7 +186,8 @@ class PairingLedger:
             if call.call_id in marked:
                 return False
             open_ids.add(call.call_id)  # type: ignore[arg-type]
-        return answers_stay_in_call_order(events, index, open_ids)
+        asked[index] = open_ids
+        return None
 
     def observe(self, event: EventRead, index: int) -> Observation:
         """Records `event` (at `index` in the history) and says what it changed.

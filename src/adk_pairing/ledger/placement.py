@@ -140,43 +140,56 @@ class Placements:
 
 
 def answers_stay_in_call_order(
-    events: Sequence[EventRead], index: int, open_ids: set[str]
-) -> bool | None:
-    """Whether ADK's request answers call event `index` in call order once it drops `open_ids`.
+    events: Sequence[EventRead], open_ids: Mapping[int, set[str]]
+) -> dict[int, bool | None]:
+    """For each call event (index -> its open ids): does ADK's request answer it in call order?
 
     Where the builder drops calls nothing answers (``drop_orphaned_function_calls``),
     it keeps a call whose id some event carries in a result or a long-running
-    mark: then whether it drops one of `open_ids` depends on which events a
+    mark: then whether it drops an open call depends on which events a
     request shows, and this says None. Else it drops them all, and merges the
     remaining calls' results in history order (the module docstring): True
     when that is their call order. A result given twice is None too: the
     builder takes the last, in the first one's place. One pass over the
-    history, asked only of a call event no placement keeps in call order
-    (`PairingLedger.serves_as_stored`).
+    history for all the call events, asked only of those no placement keeps
+    in call order (`PairingLedger.serves_as_stored`).
     """
-    call_event = events[index].content
-    part_of = {
-        part.function_call.id: part_index
-        for part_index, part in enumerate(call_event.parts or () if call_event else ())
-        if part.function_call is not None and part.function_call.id
-    }
-    answered: list[int] = []
+    verdicts: dict[int, bool | None] = {}
+    owner_of_open: dict[str, int] = {}
+    # Answered call id -> (its call event, its part index).
+    answered_call: dict[str, tuple[int, int]] = {}
+    for index, ids in open_ids.items():
+        for call_id in ids:
+            owner_of_open[call_id] = index
+        content = events[index].content
+        for part_index, part in enumerate((content.parts or ()) if content is not None else ()):
+            call = part.function_call
+            if call is not None and call.id and call.id not in ids:
+                if call.id in answered_call:  # one id in two of these call events
+                    verdicts[index] = verdicts[answered_call[call.id][0]] = None
+                answered_call[call.id] = (index, part_index)
+    answered: dict[int, list[int]] = {index: [] for index in open_ids}
     seen: set[str] = set()
     for position, event in enumerate(events):
         marked = event.long_running_tool_ids
-        if marked and not open_ids.isdisjoint(marked):
-            return None
+        if marked:
+            for call_id in marked:
+                if call_id in owner_of_open:
+                    verdicts[owner_of_open[call_id]] = None
         content = event.content
         for part in (content.parts or ()) if content is not None else ():
             response = part.function_response
             if response is None:
                 continue
             response_id = response.id
-            if response_id in open_ids:
-                return None
-            if position > index and response_id in part_of:
+            if response_id in owner_of_open:
+                verdicts[owner_of_open[response_id]] = None
+            known = answered_call.get(response_id) if response_id else None
+            if known is not None and position > known[0]:
                 if response_id in seen:
-                    return None
+                    verdicts[known[0]] = None
                 seen.add(response_id)
-                answered.append(part_of[response_id])
-    return answered == sorted(answered)
+                answered[known[0]].append(known[1])
+    for index, parts in answered.items():
+        verdicts.setdefault(index, parts == sorted(parts))
+    return verdicts
