@@ -145,31 +145,27 @@ def answers_stay_in_call_order(
     """For each call event (index -> its open ids): does ADK's request answer it in call order?
 
     Where the builder drops calls nothing answers (``drop_orphaned_function_calls``),
-    it keeps a call whose id some event carries in a result or a long-running
-    mark: then whether it drops an open call depends on which events a
-    request shows, and this says None. Else it drops them all, and merges the
-    remaining calls' results in history order (the module docstring): True
-    when that is their call order. A result given twice is None too: the
-    builder takes the last, in the first one's place. One pass over the
-    history for all the call events, asked only of those no placement keeps
-    in call order (`PairingLedger.serves_as_stored`).
+    it keeps a call whose id an earlier event carries in a result or a
+    long-running mark: then whether it drops an open call depends on which
+    events a request shows, and this says None. Else it drops them all, and
+    merges the results of the call event's other calls in history order (the
+    module docstring), each result going to the newest call before it with
+    its id: True when that is their call order. A call given two results is
+    None too: the builder takes the last, in the first one's place.
+
+    What a later event could change here, the ledger reports, and a view
+    kept current is repaired again: a result or a call reusing an open id
+    (`PairingLedger.irregular`), a second result for an answered call
+    (`Placements.pin`). One pass over the history for all the call events,
+    asked only of those no placement keeps in call order
+    (`PairingLedger.serves_as_stored`).
     """
     verdicts: dict[int, bool | None] = {}
-    owner_of_open: dict[str, int] = {}
-    # Answered call id -> (its call event, its part index).
-    answered_call: dict[str, tuple[int, int]] = {}
-    for index, ids in open_ids.items():
-        for call_id in ids:
-            owner_of_open[call_id] = index
-        content = events[index].content
-        for part_index, part in enumerate((content.parts or ()) if content is not None else ()):
-            call = part.function_call
-            if call is not None and call.id and call.id not in ids:
-                if call.id in answered_call:  # one id in two of these call events
-                    verdicts[index] = verdicts[answered_call[call.id][0]] = None
-                answered_call[call.id] = (index, part_index)
+    owner_of_open = {call_id: index for index, ids in open_ids.items() for call_id in ids}
     answered: dict[int, list[int]] = {index: [] for index in open_ids}
-    seen: set[str] = set()
+    # Call id -> (the newest call event with it, that call's part index there).
+    newest_call: dict[str, tuple[int, int]] = {}
+    answered_once: set[tuple[int, int]] = set()
     for position, event in enumerate(events):
         marked = event.long_running_tool_ids
         if marked:
@@ -177,19 +173,23 @@ def answers_stay_in_call_order(
                 if call_id in owner_of_open:
                     verdicts[owner_of_open[call_id]] = None
         content = event.content
-        for part in (content.parts or ()) if content is not None else ():
+        for part_index, part in enumerate((content.parts or ()) if content is not None else ()):
+            call = part.function_call
+            if call is not None and call.id:
+                newest_call[call.id] = (position, part_index)
             response = part.function_response
-            if response is None:
+            if response is None or not response.id:
                 continue
             response_id = response.id
             if response_id in owner_of_open:
                 verdicts[owner_of_open[response_id]] = None
-            known = answered_call.get(response_id) if response_id else None
-            if known is not None and position > known[0]:
-                if response_id in seen:
-                    verdicts[known[0]] = None
-                seen.add(response_id)
-                answered[known[0]].append(known[1])
+            owner = newest_call.get(response_id)
+            if owner is None or owner[0] not in answered:
+                continue
+            if owner in answered_once:
+                verdicts[owner[0]] = None
+            answered_once.add(owner)
+            answered[owner[0]].append(owner[1])
     for index, parts in answered.items():
         verdicts.setdefault(index, parts == sorted(parts))
     return verdicts
