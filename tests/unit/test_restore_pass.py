@@ -158,6 +158,30 @@ def test_placed_contents_are_copies() -> None:
     assert FOUND.repaired_region[0].parts == REPAIRED[1].parts
 
 
+def test_a_placed_region_reuses_the_requests_own_parts_and_copies_only_what_was_put_back() -> None:
+    """A parallel turn of many calls costs a comparison per part, not a deep copy of each."""
+    stored = [_user("hi"), _model_calls("c1", "c3"), _results("c1", "c3"), _user("again?")]
+    repaired = [
+        _user("hi"),
+        _model_calls("c1", "c2", "c3"),
+        _results("c1", "c3", "c2"),
+        _user("again?"),
+    ]
+    found = restoration(stored, repaired)
+    request = [content.model_copy(deep=True) for content in stored]  # ADK copies per build
+    placed = place(found, request)
+    assert placed.outcome is RestoreOutcome.RESTORED
+    assert placed.contents == repaired
+    calls, results = placed.contents[1], placed.contents[2]
+    assert calls.parts[0] is request[1].parts[0] and calls.parts[2] is request[1].parts[1]
+    assert results.parts[0] is request[2].parts[0] and results.parts[1] is request[2].parts[1]
+    put_back = (calls.parts[1], results.parts[2])
+    assert put_back[0] is not found.repaired_region[0].parts[1]
+    assert put_back[1] is not found.repaired_region[1].parts[2]
+    put_back[1].function_response.response["edited"] = "by a later callback"
+    assert found.repaired_region[1].parts[2].function_response.response == {}
+
+
 def test_a_window_keeping_the_calls_place_keeps_the_calls() -> None:
     stored = [_user("one"), _user("two"), _user("three")]
     repaired = [stored[0], stored[1], _model_calls("c1"), _results("c1"), stored[2]]

@@ -351,8 +351,8 @@ def place(
     parts to the last content, later turns. A window that starts after the
     calls' place left them out (`RestoreOutcome.LEFT_OUT`): inside the stored
     start, or in `rest` (what the same build holds after it, when known).
-    The repaired region goes in as copies, so nothing a later callback does
-    to the request reaches what is remembered.
+    The repaired region goes in as objects nothing remembers (`_fresh`), so
+    nothing a later callback does to the request reaches what is remembered.
     """
     start = found.stored_start
     head_count = len(found.head)
@@ -424,14 +424,41 @@ def _restored(
             # A transient inside the region, or between it and the head: its place
             # among the repaired contents is not certain.
             return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
+    repaired = _fresh(found.repaired_region, request[cut : cut + region])
     return RestoreResult(
-        RestoreOutcome.RESTORED,
-        [*request[:cut], *_copies(found.repaired_region), *request[cut + region :]],
+        RestoreOutcome.RESTORED, [*request[:cut], *repaired, *request[cut + region :]]
     )
 
 
-def _copies(contents: Sequence[types.Content]) -> list[types.Content]:
-    return [content.model_copy(deep=True) for content in contents]
+def _fresh(
+    repaired: Sequence[types.Content], replaced: Sequence[types.Content]
+) -> list[types.Content]:
+    """`repaired` made of objects nothing remembers: the request's own parts where equal.
+
+    The repaired region is remembered across requests, and a later callback
+    may change the request in place, so none of its objects may go out as
+    they are. The contents it replaces were built for this request alone
+    (ADK copies each content per build): a repaired part equal to the next of
+    their parts, in order, is that part; any other part (a call put back, a
+    placeholder) is a deep copy. So a region of many parts costs one
+    comparison per part, and copies only what the restore added.
+    """
+    pool = [part for content in replaced for part in content.parts or ()]
+    taken = 0
+    fresh: list[types.Content] = []
+    for content in repaired:
+        if not content.parts:
+            fresh.append(content.model_copy(deep=True))
+            continue
+        parts: list[types.Part] = []
+        for part in content.parts:
+            if taken < len(pool) and pool[taken] == part:
+                parts.append(pool[taken])
+                taken += 1
+            else:
+                parts.append(part.model_copy(deep=True))
+        fresh.append(content.model_copy(update={"parts": parts}))
+    return fresh
 
 
 def ends_with_a_result_reaching_back(events: Sequence[Event]) -> bool:
