@@ -103,8 +103,9 @@ def repair_history(
         return RepairedHistory(list(events), {})
     if ledger.irregular:
         return _checked_repair(events, slots, Fallback.UNPROVEN)
+    # A list, not a generator: the ledger would call back up into this layer.
     as_stored = ledger.serves_as_stored(
-        (index for index, slot in slots.items() if slot.anchor is None), events
+        [index for index, slot in slots.items() if slot.anchor is None], events
     )
     if None in as_stored.values():
         return _checked_repair(events, slots, Fallback.ANSWERS_OUT_OF_ORDER)
