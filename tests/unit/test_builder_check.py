@@ -472,3 +472,33 @@ def test_a_view_never_pushes_a_tools_real_result_out_of_the_request() -> None:
         except Exception:  # an older builder refuses the stored history: nothing to keep
             continue
         assert results_carried(stored_request) <= results_carried(build(view, AGENT, branch))
+
+
+def test_idless_calls_a_stored_result_answers_go_as_stored_without_the_builder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADK keeps one event of id-less results per call event: a placeholder event cannot join.
+
+    The ledger knows it (`PairingLedger.collapses_idless_answers`), so ADK's
+    builder is not run for it; run here, it rejects the placed view.
+    """
+    from adk_pairing.core import repair
+
+    events = [
+        user_text("three lookups"),
+        model_event([call(None), call(None), call(None)]),
+        response_event([response(None), response(None)]),
+        user_text("and the third?"),
+    ]
+    ledger = build_ledger(events)
+    assert IrregularShape.IDLESS_CALLS_IN_ONE_EVENT in ledger.shapes
+
+    def not_asked(*args: object, **kwargs: object) -> bool:
+        raise AssertionError("ADK's builder was asked")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(repair, "view_never_worse", not_asked)
+        repaired = repair_history(events, ledger, TEXTS)
+    assert repaired.fallback is Fallback.UNPROVEN and repaired.served_as_stored == (1,)
+    assert repaired.events == events and not repaired.slots
+    assert not view_never_worse(events, _placed(events))

@@ -102,7 +102,10 @@ def repair_history(
     if not slots:
         return RepairedHistory(list(events), {})
     if ledger.irregular:
-        return _checked_repair(events, slots, Fallback.UNPROVEN)
+        collapsed = tuple(sorted(ledger.collapses_idless_answers(events)))
+        for index in collapsed:
+            del slots[index]
+        return _checked_repair(events, slots, Fallback.UNPROVEN, collapsed)
     # A list, not a generator: the ledger would call back up into this layer.
     as_stored = ledger.serves_as_stored(
         [index for index, slot in slots.items() if slot.anchor is None], events
@@ -117,15 +120,27 @@ def repair_history(
 
 
 def _checked_repair(
-    events: Sequence[Event], slots: dict[int, RepairedSlot], fallback: Fallback
+    events: Sequence[Event],
+    slots: dict[int, RepairedSlot],
+    fallback: Fallback,
+    already_as_stored: tuple[int, ...] = (),
 ) -> RepairedHistory:
-    """The repair `view_never_worse` accepts: every slot, else those `_provable_slots` finds."""
+    """The repair `view_never_worse` accepts: every slot, else those `_provable_slots` finds.
+
+    The call events `already_as_stored` go as stored whatever the check says.
+    """
+    if not slots:  # nothing left to prove
+        return RepairedHistory(list(events), {}, fallback, already_as_stored)
     view = _render(events, slots)
     stored_verdicts: StoredVerdicts = {}
     if view_never_worse(events, view, stored_verdicts=stored_verdicts):
-        return RepairedHistory(view, slots, checked=True)
+        if not already_as_stored:
+            return RepairedHistory(view, slots, checked=True)
+        return RepairedHistory(view, slots, fallback, already_as_stored, checked=True)
     kept = _provable_slots(events, slots, stored_verdicts)
-    served_as_stored = tuple(index for index in slots if index not in kept)
+    served_as_stored = tuple(
+        sorted((*already_as_stored, *(index for index in slots if index not in kept)))
+    )
     # Rendered last, so each kept slot holds the synthetic event served.
     return RepairedHistory(_render(events, kept), kept, fallback, served_as_stored, checked=True)
 

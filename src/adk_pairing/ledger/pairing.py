@@ -62,7 +62,7 @@ from .calls import (
 from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
-from .placement import Placements, answers_stay_in_call_order
+from .placement import Placements, answers_stay_in_call_order, idless_results_after
 from .reads import CallRead, EventRead, PartRead
 
 #: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
@@ -165,6 +165,22 @@ class PairingLedger:
         if asked:
             verdicts.update(answers_stay_in_call_order(events, asked))
         return verdicts
+
+    def collapses_idless_answers(self, events: Sequence[EventRead]) -> set[int]:
+        """The call events whose open id-less calls no placeholder can answer.
+
+        ADK's builder keeps one event of id-less results per call event, the
+        last it gives to it (`idless_results_after`): where a stored one
+        answers some of a call event's id-less calls, a placeholder event
+        for the others displaces it or is displaced. Such a call event goes
+        as stored, which is never worse, without asking the builder.
+        """
+        candidates = {
+            index
+            for index, calls in self._index.slots.items()
+            if any(not call.call_id for call in calls.values())
+        }
+        return idless_results_after(events, candidates) if candidates else set()
 
     def _serves_as_stored_by_its_event(
         self, index: int, call_event: EventRead, asked: dict[int, set[str]]

@@ -193,3 +193,28 @@ def answers_stay_in_call_order(
     for index, parts in answered.items():
         verdicts.setdefault(index, parts == sorted(parts))
     return verdicts
+
+
+def idless_results_after(events: Sequence[EventRead], call_events: set[int]) -> set[int]:
+    """Those of `call_events` that ADK's builder gives a stored id-less result to.
+
+    The builder gives an id-less result to the newest event before it with an
+    id-less call (an event that also holds results is no call event there),
+    whatever the names, and keeps for that call event only the last event
+    holding such results: a placeholder event for its open id-less calls
+    would push the stored results out, or be pushed out itself. One pass
+    over the history (`PairingLedger.collapses_idless_answers`).
+    """
+    found: set[int] = set()
+    newest = -1
+    for position, event in enumerate(events):
+        content = event.content
+        parts = (content.parts or ()) if content is not None else ()
+        responses = [part.function_response for part in parts if part.function_response]
+        if responses:
+            if newest in call_events and any(not response.id for response in responses):
+                found.add(newest)
+            continue
+        if any(part.function_call is not None and not part.function_call.id for part in parts):
+            newest = position
+    return found
