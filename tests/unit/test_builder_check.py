@@ -428,20 +428,22 @@ def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stor
     """The search for provable call events is bounded; what it has not proven goes as stored."""
     from adk_pairing.core import repair
 
-    # One id twice in one event makes the history irregular: its view is checked.
+    # One id twice in one event makes the history irregular: its view is checked,
+    # but for the interrupted call with an id nothing else holds (`placeable_apart`).
     events = [
         model_event([call("twice"), call("twice")]),
         response_event([response("twice"), response("twice")]),
         *_unprovable_spot_then_an_interrupted_call(),
+        model_event([call("twice")]),
+        user_text("and that one?"),
     ]
     ledger = build_ledger(events)
-    assert ledger.irregular
+    assert ledger.irregular and ledger.placeable_apart(events) == {6}
     monkeypatch.setattr(repair, "MOST_PARTIAL_CHECKS", 0)
     monkeypatch.setattr(repair, "view_never_worse", lambda *args, **kwargs: False)
     repaired = repair_history(events, ledger, TEXTS)
     assert repaired.fallback is Fallback.UNPROVEN
-    assert repaired.served_as_stored == (3, 6) and not repaired.slots
-    assert repaired.events == events
+    assert repaired.served_as_stored == (3, 8) and list(repaired.slots) == [6]
 
 
 def test_a_view_never_pushes_a_tools_real_result_out_of_the_request() -> None:

@@ -103,9 +103,11 @@ def repair_history(
         return RepairedHistory(list(events), {})
     if ledger.irregular:
         collapsed = tuple(sorted(ledger.collapses_idless_answers(events)))
+        apart = ledger.placeable_apart(events)
+        unchecked = {index: slots.pop(index) for index in sorted(apart) if index in slots}
         for index in collapsed:
-            del slots[index]
-        return _checked_repair(events, slots, Fallback.UNPROVEN, collapsed)
+            slots.pop(index, None)
+        return _checked_repair(events, slots, Fallback.UNPROVEN, collapsed, unchecked)
     # A list, not a generator: the ledger would call back up into this layer.
     as_stored = ledger.serves_as_stored(
         [index for index, slot in slots.items() if slot.anchor is None], events
@@ -124,20 +126,25 @@ def _checked_repair(
     slots: dict[int, RepairedSlot],
     fallback: Fallback,
     already_as_stored: tuple[int, ...] = (),
+    unchecked: Mapping[int, RepairedSlot] | None = None,
 ) -> RepairedHistory:
     """The repair `view_never_worse` accepts: every slot, else those `_provable_slots` finds.
 
-    The call events `already_as_stored` go as stored whatever the check says.
+    The call events `already_as_stored` go as stored, and the `unchecked`
+    repairs are kept, whatever the check says.
     """
+    unchecked = unchecked or {}
+    reason = fallback if already_as_stored else None
     if not slots:  # nothing left to prove
-        return RepairedHistory(list(events), {}, fallback, already_as_stored)
-    view = _render(events, slots)
+        return RepairedHistory(
+            _render(events, unchecked), dict(unchecked), reason, already_as_stored
+        )
+    everything = dict(sorted({**unchecked, **slots}.items()))
+    view = _render(events, everything)
     stored_verdicts: StoredVerdicts = {}
     if view_never_worse(events, view, stored_verdicts=stored_verdicts):
-        if not already_as_stored:
-            return RepairedHistory(view, slots, checked=True)
-        return RepairedHistory(view, slots, fallback, already_as_stored, checked=True)
-    kept = _provable_slots(events, slots, stored_verdicts)
+        return RepairedHistory(view, everything, reason, already_as_stored, checked=True)
+    kept = _provable_slots(events, slots, stored_verdicts, unchecked)
     served_as_stored = tuple(
         sorted((*already_as_stored, *(index for index in slots if index not in kept)))
     )
@@ -149,6 +156,7 @@ def _provable_slots(
     events: Sequence[Event],
     slots: Mapping[int, RepairedSlot],
     stored_verdicts: StoredVerdicts,
+    kept_anyway: Mapping[int, RepairedSlot],
 ) -> dict[int, RepairedSlot]:
     """Call events' repairs, found by halving, that `view_never_worse` accepts together.
 
@@ -157,9 +165,10 @@ def _provable_slots(
     halved again when rejected, down to single call events; so every set
     kept was accepted as a whole, and the order of the history decides
     between two repairs that only fail together (the earlier one is kept).
-    At most `MOST_PARTIAL_CHECKS` views are checked.
+    At most `MOST_PARTIAL_CHECKS` views are checked. The repairs
+    `kept_anyway` are in every view checked, and in the result.
     """
-    kept: dict[int, RepairedSlot] = {}
+    kept: dict[int, RepairedSlot] = dict(kept_anyway)
     budget = MOST_PARTIAL_CHECKS
 
     def halve(rejected: list[int]) -> None:

@@ -48,9 +48,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
-from ..wire import (
-    IrregularShape,
-)
+from ..wire import IrregularShape, anthropic_keeps_id
 from .calls import (
     NOTHING_CHANGED,
     CallCopies,
@@ -62,7 +60,12 @@ from .calls import (
 from .child_runs import ChildRuns
 from .older_builders import EventAt, older_builder_for
 from .open_calls import READS_STORED_EVENTS, OpenCallIndex, ReadPolicy
-from .placement import Placements, answers_stay_in_call_order, idless_results_after
+from .placement import (
+    Placements,
+    answers_stay_in_call_order,
+    idless_results_after,
+    ids_held_once,
+)
 from .reads import CallRead, EventRead, PartRead
 
 #: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
@@ -171,16 +174,52 @@ class PairingLedger:
 
         ADK's builder keeps one event of id-less results per call event, the
         last it gives to it (`idless_results_after`): where a stored one
-        answers some of a call event's id-less calls, a placeholder event
-        for the others displaces it or is displaced. Such a call event goes
-        as stored, which is never worse, without asking the builder.
+        answered some of a call event's id-less calls and others are open, a
+        placeholder event for them displaces it or is displaced. Such a call
+        event goes as stored, which is never worse, without asking the builder.
         """
-        candidates = {
-            index
-            for index, calls in self._index.slots.items()
-            if any(not call.call_id for call in calls.values())
-        }
+        candidates: dict[int, set[str]] = {}
+        for index, calls in self._index.slots.items():
+            open_idless = sum(not call.call_id for call in calls.values())
+            content = events[index].content
+            idless = [
+                part.function_call.name or ""
+                for part in ((content.parts or ()) if content is not None else ())
+                if part.function_call is not None and not part.function_call.id
+            ]
+            if open_idless and len(idless) > open_idless:  # some answered, some open
+                candidates[index] = set(idless)
         return idless_results_after(events, candidates) if candidates else set()
+
+    def placeable_apart(self, events: Sequence[EventRead]) -> set[int]:
+        """The call events whose placeholders ADK's builder pairs with them alone, in any history.
+
+        Every call of the event is open, each with an id that ADK's
+        Anthropic converter sends as it is and that no other part or event
+        carries (`ids_held_once`), and its placeholders go right after it:
+        the builder pairs each result by id with that event and no other,
+        no id-less result is among them, and no stored call or result
+        changes place. Such a repair only answers calls, so an irregular
+        history's check need not ask about it.
+        """
+        if IrregularShape.CALL_ID_LIKE_A_FALLBACK in self.shapes:
+            return set()  # the converter's fallback ids can merge two ids on the wire
+        candidates: dict[int, set[str]] = {}
+        for index, slot in self._index.slots.items():
+            call_event = events[index].content
+            parts = call_event.parts if call_event is not None else None
+            calls = [part.function_call for part in parts or () if part.function_call is not None]
+            if (
+                len(slot) == len(calls)
+                and all(call.id and anthropic_keeps_id(call.id) for call in calls)
+                and not any(part.function_response for part in parts or ())
+                and self.placement(index) == index
+            ):
+                candidates[index] = {call.id for call in calls}  # type: ignore[misc]
+        if not candidates:
+            return set()
+        once = ids_held_once(events, set().union(*candidates.values()))
+        return {index for index, ids in candidates.items() if ids <= once}
 
     def _serves_as_stored_by_its_event(
         self, index: int, call_event: EventRead, asked: dict[int, set[str]]

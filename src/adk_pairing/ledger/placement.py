@@ -195,8 +195,11 @@ def answers_stay_in_call_order(
     return verdicts
 
 
-def idless_results_after(events: Sequence[EventRead], call_events: set[int]) -> set[int]:
-    """Those of `call_events` that ADK's builder gives a stored id-less result to.
+def idless_results_after(
+    events: Sequence[EventRead], call_events: Mapping[int, set[str]]
+) -> set[int]:
+    """Those of `call_events` (index -> its id-less calls' names) that ADK's builder gives a
+    stored id-less result of one of those names to.
 
     The builder gives an id-less result to the newest event before it with an
     id-less call (an event that also holds results is no call event there),
@@ -212,9 +215,39 @@ def idless_results_after(events: Sequence[EventRead], call_events: set[int]) -> 
         parts = (content.parts or ()) if content is not None else ()
         responses = [part.function_response for part in parts if part.function_response]
         if responses:
-            if newest in call_events and any(not response.id for response in responses):
+            names = call_events.get(newest)
+            if names and any(not r.id and r.name in names for r in responses):
                 found.add(newest)
             continue
         if any(part.function_call is not None and not part.function_call.id for part in parts):
             newest = position
     return found
+
+
+def ids_held_once(events: Sequence[EventRead], call_ids: set[str]) -> set[str]:
+    """Those of `call_ids` that one call part holds and no other part or event carries.
+
+    A result, another call or a long-running mark of another event with the
+    id would let ADK's builder pair or keep it elsewhere. One pass over the
+    history (`PairingLedger.placeable_apart`).
+    """
+    seen: dict[str, int] = {}
+    for event in events:
+        marked = event.long_running_tool_ids
+        content = event.content
+        for part in (content.parts or ()) if content is not None else ():
+            for carried in (part.function_call, part.function_response):
+                if carried is not None and carried.id in call_ids:
+                    seen[carried.id] = seen.get(carried.id, 0) + 1
+        if marked:
+            for call_id in marked:
+                if call_id in call_ids and not _calls_id(content, call_id):
+                    seen[call_id] = seen.get(call_id, 0) + 2  # marked by another event
+    return {call_id for call_id in call_ids if seen.get(call_id) == 1}
+
+
+def _calls_id(content: object, call_id: str) -> bool:
+    parts = getattr(content, "parts", None) or ()
+    return any(
+        part.function_call is not None and part.function_call.id == call_id for part in parts
+    )
