@@ -504,3 +504,33 @@ def test_idless_calls_a_stored_result_answers_go_as_stored_without_the_builder(
     assert repaired.fallback is Fallback.UNPROVEN and repaired.served_as_stored == (1,)
     assert repaired.events == events and not repaired.slots
     assert not view_never_worse(events, _placed(events))
+
+
+def test_a_new_call_in_an_irregular_history_is_answered_without_the_builder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call a turn appends, with an id nothing else holds, is paired by ADK with its
+    placeholders alone (`PairingLedger.placeable_apart`); run here, ADK's builder agrees."""
+    from adk_pairing.core import repair
+
+    events = [
+        user_text("twice?"),
+        model_event([call("twice"), call("twice")]),
+        response_event([response("twice"), response("twice")]),
+        user_text("next"),
+        model_event([call("fresh_1"), call("fresh_2", "fetch")]),
+    ]
+    ledger = build_ledger(events)
+    assert ledger.irregular and ledger.placeable_apart(events) == {4}
+
+    def not_asked(*args: object, **kwargs: object) -> bool:
+        raise AssertionError("ADK's builder was asked")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(repair, "view_never_worse", not_asked)
+        repaired = repair_history(events, ledger, TEXTS)
+    assert list(repaired.slots) == [4] and not repaired.serves_some_as_stored
+    assert view_never_worse(events, repaired.events)
+    # An id another event carries is left to the check.
+    reused = [*events[:4], model_event([call("fresh_1"), call("twice")])]
+    assert build_ledger(reused).placeable_apart(reused) == set()

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .calls import TrackedCall
-from .reads import EventRead, PartRead
+from .reads import ContentRead, EventRead, PartRead
 
 
 class AnsweredLater(NamedTuple):
@@ -246,8 +246,9 @@ def ids_held_once(events: Sequence[EventRead], call_ids: set[str]) -> set[str]:
     return {call_id for call_id in call_ids if seen.get(call_id) == 1}
 
 
-def _calls_id(content: object, call_id: str) -> bool:
-    parts = getattr(content, "parts", None) or ()
+def _calls_id(content: ContentRead | None, call_id: str) -> bool:
+    """Whether `content` holds a call with `call_id` (its event's own long-running mark)."""
+    parts = (content.parts or ()) if content is not None else ()
     return any(
         part.function_call is not None and part.function_call.id == call_id for part in parts
     )
