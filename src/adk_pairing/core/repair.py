@@ -9,8 +9,8 @@ A regular history's call event whose answers no placement keeps in call
 order goes as stored where the ledger says the builder keeps the stored
 request in order (`PairingLedger.serves_as_stored`), decided from the
 builder's traits and proven against each release's builder
-(tests/unit/test_builder_check.py and the fuzzers), not by running it here;
-only where the ledger cannot tell is the view checked as below.
+(tests/unit/test_answers_out_of_order.py and the fuzzers), not by running it
+here; only where the ledger cannot tell is the view checked as below.
 
 An irregular history (`PairingLedger.irregular`) is repaired only where
 `adk_pairing.rules.builder_check` shows that ADK's own request builder, run on the repaired
@@ -91,9 +91,12 @@ def repair_history(
     calls are replaced, by annotated copies. `ledger` must have been built
     over exactly `events`. In a regular history the ledger says which call
     events go as stored (`PairingLedger.serves_as_stored`). `view_never_worse`
-    checks the view of an irregular history, and of a regular one where the
-    ledger cannot tell; when it rejects the whole view,
-    the call events whose placeholders it cannot prove are served as stored.
+    checks the view of an irregular history (but for the call events the
+    ledger knows about: `PairingLedger.collapses_idless_answers` go as
+    stored, `PairingLedger.placeable_apart` keep their placeholders), and of
+    a regular one where the ledger cannot tell; when it rejects the whole
+    view, the call events whose placeholders it cannot prove are served as
+    stored.
     Either way the reason is given (`RepairedHistory.fallback`,
     `RepairedHistory.served_as_stored`), and every other call event keeps its
     placeholders.
@@ -198,7 +201,7 @@ def place_repairs(
     Each call event's synthetic event goes right after it, or after the
     later event `PairingLedger.placement` names. Where no placement gives
     call order, it goes right after the call event (its slot's `anchor` is
-    None), and `repair_history` checks the view.
+    None), and `repair_history` decides whether it stays (`PairingLedger.serves_as_stored`).
     """
     slots = _slots(events, ledger, texts)
     return RepairedHistory(_render(events, slots) if slots else list(events), slots)
