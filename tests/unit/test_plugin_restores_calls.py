@@ -343,3 +343,39 @@ def test_a_call_an_older_builder_cuts_from_the_request_comes_back(
     stored = asyncio.run(build_request_contents_async(events))
     kept = {rule for rule, found in request_violations(stored, RULES).items() if not found}
     assert not {r: v for r, v in request_violations(sent, RULES).items() if v and r in kept}
+
+
+def _real_results(contents: list[types.Content]) -> int:
+    return sum(
+        1
+        for content in contents
+        for part in content.parts or ()
+        if part.function_response is not None
+        and (part.function_response.response or {}).get("status") not in ("missing", "pending")
+    )
+
+
+@pytest.mark.parametrize("both", [False, True], ids=["plugin alone", "both"])
+def test_a_restore_never_drops_the_real_results_of_idless_calls(both: bool) -> None:
+    """A parallel turn of id-less calls, most answered, then a turn whose call was interrupted.
+
+    ADK's builder keeps one event of id-less results per call event: a
+    placeholder event for the open ones, put in the history the restore
+    builds (ADK >= 2.10 dropped the interrupted call, so the restore runs),
+    would push the stored results out of that build, and the splice sent the
+    model placeholders for calls it had real results for (found by the
+    turn-cost benchmark's id-less shape). The request ADK built carries
+    them; the request after the plugin must too.
+    """
+    events = [
+        user_text("three lookups"),
+        model_event([call(None, "search"), call(None, "search"), call(None, "search")]),
+        response_event([response(None, "search"), response(None, "search")]),
+        user_text("one more"),
+        model_event([call("call_9", "fetch")]),
+        user_text("still there?"),
+    ]
+    session_events = repaired_events(events) if both else list(events)
+    built = asyncio.run(build_request_contents_async(session_events))
+    sent = asyncio.run(sent_after_plugin(session_events))
+    assert _real_results(sent) == _real_results(built) == 2

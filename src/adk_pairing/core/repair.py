@@ -25,7 +25,7 @@ placeholders, and the list served is itself proven (`RepairedHistory.serves_some
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from google.adk.events.event import Event
@@ -194,7 +194,11 @@ def _provable_slots(
 
 
 def place_repairs(
-    events: Sequence[Event], ledger: PairingLedger, texts: PlaceholderTexts
+    events: Sequence[Event],
+    ledger: PairingLedger,
+    texts: PlaceholderTexts,
+    *,
+    idless_left_open: Collection[int] = (),
 ) -> RepairedHistory:
     """`repair_history` without the check: a synthetic result for every unanswered call.
 
@@ -202,8 +206,18 @@ def place_repairs(
     later event `PairingLedger.placement` names. Where no placement gives
     call order, it goes right after the call event (its slot's `anchor` is
     None), and `repair_history` decides whether it stays (`PairingLedger.serves_as_stored`).
+    The call events `idless_left_open` keep their id-less calls unanswered.
     """
     slots = _slots(events, ledger, texts)
+    for index in idless_left_open:
+        slot = slots.get(index)
+        if slot is None:
+            continue
+        with_ids = [call for call in ledger.open_calls[index] if call.call_id]
+        if with_ids:
+            slots[index] = RepairedSlot(events[index], with_ids, texts, slot.anchor)
+        else:
+            del slots[index]
     return RepairedHistory(_render(events, slots) if slots else list(events), slots)
 
 

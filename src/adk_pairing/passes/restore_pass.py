@@ -173,9 +173,14 @@ def repaired_history(
 
     Unchecked (`adk_pairing.core.repair.place_repairs`): here the request ADK's
     builder makes of these events is itself what the request pass repairs,
-    so nothing depends on where ADK's rearranging puts a placeholder.
+    so nothing depends on where ADK's rearranging puts a placeholder; but
+    for the id-less calls of a call event whose id-less results a stored
+    event holds (`PairingLedger.collapses_idless_answers`): ADK's builder
+    would keep their placeholders and drop those results, so they get none
+    here, and the request pass answers them where they stand.
     """
-    return place_repairs(events, ledger, texts).events
+    collapsed = ledger.collapses_idless_answers(events)
+    return place_repairs(events, ledger, texts, idless_left_open=collapsed).events
 
 
 class RestoreOutcome(enum.Enum):
