@@ -443,7 +443,10 @@ def test_past_the_check_budget_the_call_events_not_yet_proven_are_served_as_stor
     monkeypatch.setattr(repair, "view_never_worse", lambda *args, **kwargs: False)
     repaired = repair_history(events, ledger, TEXTS)
     assert repaired.fallback is Fallback.UNPROVEN
-    assert repaired.served_as_stored == (3, 8) and list(repaired.slots) == [6]
+    # Up to 2.6 the reused id's call gets no placeholder at all (a result carries its id).
+    proven = tuple(index for index in ledger.open_calls if index != 6)
+    assert 3 in proven and repaired.served_as_stored == proven
+    assert list(repaired.slots) == [6]
 
 
 def test_a_view_never_pushes_a_tools_real_result_out_of_the_request() -> None:
