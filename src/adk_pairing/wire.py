@@ -94,6 +94,11 @@ ANTHROPIC_CALL_BLOCK = "tool_use"
 #: How the fallback ids of ADK's Anthropic converter start (``_ToolUseIdSanitizer``).
 ANTHROPIC_FALLBACK_PREFIX = "toolu_fallback_"
 
+#: How the ids ADK gives id-less calls start (``AF_FUNCTION_CALL_ID_PREFIX``). ADK's
+#: builder strips exactly these from the request of a model that pairs by
+#: position (Gemini), calls and results alike, and keeps every other id.
+ADK_CALL_ID_PREFIX = "adk-"
+
 #: Model classes that pair tool calls with their results by id, by module and
 #: name (ADK's own ``_ID_PAIRING_MODEL_TYPE_NAMES``, where a release has that list).
 ID_PAIRING_MODELS = (
@@ -261,6 +266,11 @@ def is_held_open(name: str, call_id: str | None, long_running_ids: Iterable[str]
 def anthropic_keeps_id(call_id: str) -> bool:
     """Whether ADK's Anthropic converter sends `call_id` as it is (else: a fallback id)."""
     return ANTHROPIC_ID.fullmatch(call_id) is not None
+
+
+def is_adk_call_id(call_id: str) -> bool:
+    """Whether `call_id` is one ADK gave a call, and strips from a Gemini request."""
+    return call_id.startswith(ADK_CALL_ID_PREFIX)
 
 
 def may_collide_with_a_fallback(call_id: str) -> bool:

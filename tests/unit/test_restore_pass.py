@@ -119,6 +119,52 @@ def test_an_open_call_on_the_users_side_is_lacking_though_its_id_is_sent() -> No
     assert calls_the_request_lacks(ledger, events, sent[:2], None) == []
 
 
+def _adk_result(call_id: str | None) -> types.Content:
+    return types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(id=call_id, name="lookup", response={})
+            )
+        ],
+    )
+
+
+def test_an_adk_id_stripped_from_the_request_is_not_a_call_cut() -> None:
+    # An irregular history (two id-less calls in one event, one left open) and a new turn
+    # whose call ADK gave an `adk-` id: a Gemini request carries that call without its id.
+    events = [
+        _event(_user("hi")),
+        _event(_model_calls(None, None)),
+        _event(_adk_result(None)),
+        _event(_model_calls("adk-7f3a")),
+        _event(_adk_result("adk-7f3a")),
+    ]
+    ledger = build_ledger(events)
+    assert ledger.irregular
+    stripped = [_user("hi"), _model_calls(None, None), _adk_result(None)]
+    as_gemini_gets_it = [*stripped, _model_calls(None), _adk_result(None)]
+    assert calls_the_request_lacks(ledger, events, as_gemini_gets_it, None) == []
+    as_claude_gets_it = [*stripped, _model_calls("adk-7f3a"), _adk_result("adk-7f3a")]
+    assert calls_the_request_lacks(ledger, events, as_claude_gets_it, None) == []
+    # Cut, whatever the model: the history's id-less calls are all there, this one is not.
+    cut = calls_the_request_lacks(ledger, events, stripped, None)
+    assert [call.call_id for call in cut] == ["adk-7f3a"]
+
+
+def test_an_idless_call_cut_from_an_irregular_history_is_lacking() -> None:
+    events = [
+        _event(_user("hi")),
+        _event(_model_calls(None, None)),
+        _event(_adk_result(None)),
+        _event(_user("again?")),
+    ]
+    ledger = build_ledger(events)
+    assert ledger.irregular
+    cut = calls_the_request_lacks(ledger, events, [_user("hi"), _user("again?")], None)
+    assert [(call.call_id, call.event_index) for call in cut] == [(None, 1), (None, 1)]
+
+
 # -- the restore remembered: `restoration` and `place` -----------------------------
 
 FOUND = restoration(STORED, REPAIRED)

@@ -54,7 +54,7 @@ from ..core.placeholders import PlaceholderTexts
 from ..core.repair import place_repairs
 from ..ledger import PairingLedger, TrackedCall
 from ..rules.builder_check import calls_carried, carries_every_call
-from ..wire import MODEL_ROLES, branch_shows, builder_leaves_out
+from ..wire import MODEL_ROLES, branch_shows, builder_leaves_out, is_adk_call_id
 
 __all__ = [
     "Restoration",
@@ -152,14 +152,20 @@ def _cut_calls(
     changes the trailing event and the pairing, so the repaired build may show
     them; the splice decides. Only irregular histories with an open call pay
     this scan, O(calls).
+
+    A call whose ``adk-`` id this request does not carry is counted as
+    id-less, with the history's id-less calls of its name: ADK strips its own
+    ids from the request of a model that pairs by position, so the call is
+    there without its id. ADK's builder never drops an id-less call, so they
+    are all carried and any shortfall is a call cut.
     """
     sent = calls_carried(contents)
     counted: Counter[tuple[str | None, str]] = Counter()
     found: list[TrackedCall] = []
     for call in shown:
-        if call.call_id is None:
-            continue
         key = (call.call_id, call.name)
+        if call.call_id is None or (is_adk_call_id(call.call_id) and not sent[key]):
+            key = (None, call.name)
         counted[key] += 1
         if counted[key] > sent[key]:
             found.append(call)
