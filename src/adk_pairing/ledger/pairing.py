@@ -66,7 +66,7 @@ from .placement import (
     idless_results_after,
     ids_held_once,
 )
-from .reads import CallRead, EventRead, PartRead
+from .reads import CallRead, EventRead, PartRead, parts_of
 
 #: Makes an `EventAt` without its generated ``__new__``: one per event under an older builder.
 _event_at = tuple.__new__
@@ -181,12 +181,7 @@ class PairingLedger:
         candidates: dict[int, set[str]] = {}
         for index, calls in self._index.slots.items():
             open_idless = sum(not call.call_id for call in calls.values())
-            content = events[index].content
-            idless = [
-                part.function_call.name or ""
-                for part in ((content.parts or ()) if content is not None else ())
-                if part.function_call is not None and not part.function_call.id
-            ]
+            idless = [call.name or "" for call in _calls_of(events[index]) if not call.id]
             if open_idless and len(idless) > open_idless:  # some answered, some open
                 candidates[index] = set(idless)
         return idless_results_after(events, candidates) if candidates else set()
@@ -206,13 +201,12 @@ class PairingLedger:
             return set()  # the converter's fallback ids can merge two ids on the wire
         candidates: dict[int, set[str]] = {}
         for index, slot in self._index.slots.items():
-            call_event = events[index].content
-            parts = call_event.parts if call_event is not None else None
-            calls = [part.function_call for part in parts or () if part.function_call is not None]
+            parts = parts_of(events[index].content)
+            calls = _calls_of(events[index])
             if (
                 len(slot) == len(calls)
                 and all(call.id and anthropic_keeps_id(call.id) for call in calls)
-                and not any(part.function_response for part in parts or ())
+                and not any(part.function_response for part in parts)
                 and self.placement(index) == index
             ):
                 candidates[index] = {call.id for call in calls}  # type: ignore[misc]
@@ -228,10 +222,7 @@ class PairingLedger:
         ids go to `asked`, for the pass over the history."""
         if self.placement(index) is not None:
             return False
-        parts = call_event.content.parts if call_event.content is not None else None
-        if any(
-            part.function_call is not None and not part.function_call.id for part in parts or ()
-        ):
+        if any(not call.id for call in _calls_of(call_event)):
             return None
         if not self.traits.drops_unanswered_calls:
             return False
@@ -460,6 +451,13 @@ class PairingLedger:
             self._older.carry_into(successor._older, _ForOlderBuilders(successor), copies)
         successor._placements = self._placements.copy()
         return successor
+
+
+def _calls_of(event: EventRead) -> list[CallRead]:
+    """The function calls of `event`'s parts, in part order."""
+    return [
+        part.function_call for part in parts_of(event.content) if part.function_call is not None
+    ]
 
 
 class _ForOlderBuilders:

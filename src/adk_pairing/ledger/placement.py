@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .calls import TrackedCall
-from .reads import ContentRead, EventRead, PartRead
+from .reads import ContentRead, EventRead, PartRead, parts_of
 
 
 class AnsweredLater(NamedTuple):
@@ -172,8 +172,7 @@ def answers_stay_in_call_order(
             for call_id in marked:
                 if call_id in owner_of_open:
                     verdicts[owner_of_open[call_id]] = None
-        content = event.content
-        for part_index, part in enumerate((content.parts or ()) if content is not None else ()):
+        for part_index, part in enumerate(parts_of(event.content)):
             call = part.function_call
             if call is not None and call.id:
                 newest_call[call.id] = (position, part_index)
@@ -211,8 +210,7 @@ def idless_results_after(
     found: set[int] = set()
     newest = -1
     for position, event in enumerate(events):
-        content = event.content
-        parts = (content.parts or ()) if content is not None else ()
+        parts = parts_of(event.content)
         responses = [part.function_response for part in parts if part.function_response]
         if responses:
             names = call_events.get(newest)
@@ -235,7 +233,7 @@ def ids_held_once(events: Sequence[EventRead], call_ids: set[str]) -> set[str]:
     for event in events:
         marked = event.long_running_tool_ids
         content = event.content
-        for part in (content.parts or ()) if content is not None else ():
+        for part in parts_of(content):
             for carried in (part.function_call, part.function_response):
                 if carried is not None and carried.id in call_ids:
                     seen[carried.id] = seen.get(carried.id, 0) + 1
@@ -248,7 +246,7 @@ def ids_held_once(events: Sequence[EventRead], call_ids: set[str]) -> set[str]:
 
 def _calls_id(content: ContentRead | None, call_id: str) -> bool:
     """Whether `content` holds a call with `call_id` (its event's own long-running mark)."""
-    parts = (content.parts or ()) if content is not None else ()
     return any(
-        part.function_call is not None and part.function_call.id == call_id for part in parts
+        part.function_call is not None and part.function_call.id == call_id
+        for part in parts_of(content)
     )

@@ -59,6 +59,11 @@ class EventRead(Protocol):
     long_running_tool_ids: Collection[str] | None
 
 
+def parts_of(content: ContentRead | None) -> Sequence[PartRead]:
+    """The parts of an event's content: none when it has no content, or no parts."""
+    return (content.parts or ()) if content is not None else ()
+
+
 def _fields(protocol: type) -> tuple[str, ...]:
     return tuple(protocol.__annotations__)
 
