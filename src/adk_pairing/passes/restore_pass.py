@@ -317,6 +317,11 @@ class Restoration:
     head: tuple[types.Content, ...]
     stored_region: tuple[types.Content, ...]
     repaired_region: tuple[types.Content, ...]
+    #: For each part of `repaired_region` (its contents' parts, in order), the
+    #: index among `stored_region`'s parts of the part it equals, or None where
+    #: the restore added it (a call put back, a placeholder): found once here,
+    #: so that placing it (`_fresh`) compares nothing.
+    sources: tuple[int | None, ...] = ()
 
     @property
     def stored_start(self) -> tuple[types.Content, ...]:
@@ -339,11 +344,32 @@ def restoration(
         and from_stored[last_stored - trail] == from_repaired[last_repaired - trail]
     ):
         trail += 1
+    stored_region = tuple(from_stored[lead : len(from_stored) - trail])
+    repaired_region = tuple(from_repaired[lead : len(from_repaired) - trail])
     return Restoration(
         tuple(from_stored[:lead]),
-        tuple(from_stored[lead : len(from_stored) - trail]),
-        tuple(from_repaired[lead : len(from_repaired) - trail]),
+        stored_region,
+        repaired_region,
+        _sources(stored_region, repaired_region),
     )
+
+
+def _sources(
+    stored_region: Sequence[types.Content], repaired_region: Sequence[types.Content]
+) -> tuple[int | None, ...]:
+    """`Restoration.sources`: each repaired part equal to the next stored part, in order, is
+    that part; any other is one the restore added."""
+    pool = [part for content in stored_region for part in content.parts or ()]
+    taken = 0
+    sources: list[int | None] = []
+    for content in repaired_region:
+        for part in content.parts or ():
+            if taken < len(pool) and pool[taken] == part:
+                sources.append(taken)
+                taken += 1
+            else:
+                sources.append(None)
+    return tuple(sources)
 
 
 def place(
@@ -435,37 +461,36 @@ def _restored(
             # A transient inside the region, or between it and the head: its place
             # among the repaired contents is not certain.
             return RestoreResult(RestoreOutcome.CHANGED_BY_OTHERS)
-    repaired = _fresh(found.repaired_region, request[cut : cut + region])
+    repaired = _fresh(found, request[cut : cut + region])
     return RestoreResult(
         RestoreOutcome.RESTORED, [*request[:cut], *repaired, *request[cut + region :]]
     )
 
 
-def _fresh(
-    repaired: Sequence[types.Content], replaced: Sequence[types.Content]
-) -> list[types.Content]:
-    """`repaired` made of objects nothing remembers: the request's own parts where equal.
+def _fresh(found: Restoration, replaced: Sequence[types.Content]) -> list[types.Content]:
+    """`found`'s repaired region made of objects nothing remembers: the request's own parts.
 
     The repaired region is remembered across requests, and a later callback
     may change the request in place, so none of its objects may go out as
-    they are. The contents it replaces were built for this request alone
-    (ADK copies each content per build): a repaired part equal to the next of
-    their parts, in order, is that part; any other part (a call put back, a
-    placeholder) is a deep copy. So a region of many parts costs one
-    comparison per part, and copies only what the restore added.
+    they are. `replaced` is the request's stored region, which `place` found
+    equal to `found`'s: its contents were built for this request alone (ADK
+    copies each content per build), so each repaired part that one of them
+    equals (`Restoration.sources`) is that part, and any other part (a call
+    put back, a placeholder) is a deep copy. A region of many parts costs no
+    comparison, and copies only what the restore added.
     """
     pool = [part for content in replaced for part in content.parts or ()]
-    taken = 0
+    sources = iter(found.sources)
     fresh: list[types.Content] = []
-    for content in repaired:
+    for content in found.repaired_region:
         if not content.parts:
             fresh.append(content.model_copy(deep=True))
             continue
         parts: list[types.Part] = []
         for part in content.parts:
-            if taken < len(pool) and pool[taken] == part:
-                parts.append(pool[taken])
-                taken += 1
+            source = next(sources, None)
+            if source is not None and source < len(pool):
+                parts.append(pool[source])
             else:
                 parts.append(part.model_copy(deep=True))
         fresh.append(content.model_copy(update={"parts": parts}))
