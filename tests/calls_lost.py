@@ -22,6 +22,7 @@ so the measure is of whatever plugin is installed.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,11 @@ from google.genai import types
 
 from adk_pairing import PairingPlugin
 from adk_pairing.adk.builder import quieted_contents_builder
+from adk_pairing.core.placeholders import (
+    DEFAULT_MISSING_TEXT,
+    DEFAULT_PENDING_TEXT,
+    placeholder_text,
+)
 from adk_pairing.ledger import build_ledger
 from adk_pairing.wire import MODEL_ROLES, never_sent_as_a_call
 from tests.adk_request import agent_named, build_session_request_async
@@ -173,6 +179,57 @@ def calls_lost(
     return lost
 
 
+def results_replaced(unwrapped: Sequence[types.Content], received: Sequence[types.Content]) -> int:
+    """How many fewer calls `received` answers with a result a tool wrote than `unwrapped` does.
+
+    `unwrapped` is the request ADK builds from the stored history. A repair
+    may give a result to another call (one id twice in one event is one call
+    on the wire, and the request pass renames the copies apart), but it never
+    trades a real result for "no result was recorded": the model would be
+    told a call failed that did not.
+    """
+    return max(0, answered_for_real(unwrapped) - answered_for_real(received))
+
+
+def answered_for_real(contents: Sequence[types.Content]) -> int:
+    """How many calls of `contents` a result a tool wrote answers, as a strict provider pairs them.
+
+    A model turn's calls are answered by the results of the user-side content
+    right after it, by id (by name where the call has none; one id twice in
+    one turn is one call, as in `sent_calls`); our placeholders
+    (`is_a_placeholder`) are not results a tool wrote.
+    """
+    answered = 0
+    for turn, reply in itertools.pairwise(contents):
+        if turn.role not in MODEL_ROLES or reply.role in MODEL_ROLES:
+            continue
+        calls = [
+            part.function_call
+            for part in turn.parts or ()
+            if part.function_call is not None and not never_sent_as_a_call(part)
+        ]
+        asked = Counter(_pairing_key(call) for call in calls if not call.id)
+        asked.update({_pairing_key(call) for call in calls if call.id})
+        written = Counter(
+            _pairing_key(part.function_response)
+            for part in reply.parts or ()
+            if part.function_response is not None and not is_a_placeholder(part.function_response)
+        )
+        answered += (asked & written).total()
+    return answered
+
+
+def is_a_placeholder(response: types.FunctionResponse) -> bool:
+    """Whether `response` is one of our placeholders, with its default text."""
+    return placeholder_text(response.response) in (DEFAULT_MISSING_TEXT, DEFAULT_PENDING_TEXT)
+
+
+def _pairing_key(
+    part: types.FunctionCall | types.FunctionResponse,
+) -> tuple[str | None, str | None]:
+    return (part.id, None) if part.id else (None, part.name)
+
+
 class RefusedBeforeThePlugin(Exception):
     """ADK's contents processor raised on the session: the plugin's callback never ran."""
 
@@ -209,6 +266,10 @@ async def request_contents(
 
 #: The setups measured: neither piece (the baseline), each piece alone, both.
 SETUPS = ("unwrapped", "decorator alone", "plugin alone", "both")
+#: The keys of `lost_per_setup`'s result that count, per setup but the unwrapped
+#: one, the calls its requests answer with a placeholder where the unwrapped
+#: request gave a tool's result (`results_replaced`).
+REPLACED = {setup: f"{setup}: results replaced" for setup in SETUPS[1:]}
 #: The key of `lost_per_setup`'s result that holds how many calls count.
 COUNTED = "calls that count"
 #: The key that counts requests whose calls could not be counted: ADK's builder
@@ -258,7 +319,7 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
     view = await wrapped.get_session(**key)
     assert stored is not None and view is not None
     plugin = PairingPlugin()
-    lost = dict.fromkeys((*SETUPS, COUNTED, UNMEASURED, BEFORE_THE_PLUGIN), 0)
+    lost = dict.fromkeys((*SETUPS, *REPLACED.values(), COUNTED, UNMEASURED, BEFORE_THE_PLUGIN), 0)
     sessions = {
         SETUPS[0]: (stored, inner, None),
         SETUPS[1]: (view, wrapped, None),
@@ -272,6 +333,7 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
             lost[UNMEASURED] += 1
             continue
         lost[COUNTED] += counted
+        unwrapped: list[types.Content] | None = None
         for setup, (session, service, with_plugin) in sessions.items():
             try:
                 got = await request_contents(
@@ -284,6 +346,10 @@ async def lost_per_setup(history: Sequence[Event]) -> dict[str, int]:
                 lost[setup] += counted
                 continue
             lost[setup] += len(calls_lost(stored.events, got, agent, branch))
+            if setup == SETUPS[0]:
+                unwrapped = got
+            elif unwrapped is not None:
+                lost[REPLACED[setup]] += results_replaced(unwrapped, got)
     return lost
 
 
@@ -305,8 +371,10 @@ class Tally:
     def figure(self) -> str:
         counted, unmeasured = self.lost[COUNTED], self.lost[UNMEASURED]
         per_setup = ", ".join(f"{setup} {self.lost[setup]}" for setup in SETUPS)
+        replaced = ", ".join(f"{setup} {self.lost[key]}" for setup, key in REPLACED.items())
         return (
             f"{self.histories} histories, {counted} calls that count "
             f"({unmeasured} requests not measured; {self.lost[BEFORE_THE_PLUGIN]} "
-            f"refused by ADK before the plugin ran); lost: {per_setup}"
+            f"refused by ADK before the plugin ran); lost: {per_setup}; "
+            f"real results replaced by a placeholder: {replaced}"
         )

@@ -13,7 +13,11 @@ through the plugin's ``before_model_callback`` as ADK runs it. For each:
   model, answered. Required of well-formed histories; in malformed ones
   (`histories.traits`: reused ids, calls beside ADK's confirmation request,
   text and a call in one part...) the oracle itself is approximate, and the
-  count is reported, not asserted.
+  count is reported, not asserted;
+* no real result replaced: a call the request ADK builds from the stored
+  events answers with a result a tool wrote is not answered by a placeholder
+  instead (`tests.calls_lost.results_replaced`). Asserted and reported as calls
+  lost are.
 
 Counted over the whole run and printed before anything is asserted.
 ``RELIABILITY_FUZZ_HISTORIES`` and ``RELIABILITY_FUZZ_SEED`` as in `test_fuzz`.
@@ -34,7 +38,7 @@ from adk_pairing import PairingPlugin, repaired_events
 from adk_pairing.rules.checks import request_violations
 from tests.adk_features import adk_drops_unanswered_calls
 from tests.adk_request import AGENT_NAME, build_request_async, build_request_contents_async
-from tests.calls_lost import calls_lost
+from tests.calls_lost import calls_lost, results_replaced
 from tests.unit.events import call, model_event, response, response_event, user_text
 from tests.unit.test_plugin_restores_calls import _no_oracle, sent_after_plugin
 
@@ -70,6 +74,7 @@ def _check(events: list[Event], setup: str) -> list[str]:
     except Exception as error:
         return [f"raised {type(error).__name__}"]
     found = [f"worse ({rule})" for rule in sorted(_kept(stored_request) - _kept(sent))]
+    found += ["real result replaced by a placeholder"] * results_replaced(stored_request, sent)
     if _no_oracle(events):
         return found
     try:
@@ -87,15 +92,22 @@ def test_the_plugin_never_makes_a_request_worse_and_loses_no_call(
     generator = HistoryGenerator(SEED)
     failures: dict[str, Counter[str]] = {setup: Counter() for setup in SETUPS}
     shortest: dict[str, list[Event]] = {}
+    # Calls lost and results replaced are required to be none in well-formed
+    # histories (a rewind is ADK's own); in malformed ones the oracle is
+    # approximate, and the count is reported.
+    well_formed_losses: dict[str, str] = {}
     for _ in range(HISTORIES):
         events = generator.history()
         generator.rng.randrange(len(events))  # in step with test_fuzz's draws
+        well_formed = not traits(events) - {"a rewind"}
         for setup in SETUPS:
             for kind in _check(events, setup):
                 failures[setup][kind] += 1
                 label = f"{setup}: {kind}"
                 if label not in shortest or len(events) < len(shortest[label]):
                     shortest[label] = events
+                if well_formed and not kind.startswith(("worse", "raised")):
+                    well_formed_losses.setdefault(label, describe(events))
     figures(f"{HISTORIES} histories (seed {SEED})")
     for setup in SETUPS:
         figures(f"{setup}: {dict(failures[setup]) or 'nothing worse, no call lost'}")
@@ -111,13 +123,6 @@ def test_the_plugin_never_makes_a_request_worse_and_loses_no_call(
         for s, found in failures.items()
     }
     assert not any(raised.values()), raised
-    # Calls lost are required to be none in well-formed histories (a rewind is
-    # ADK's own); in malformed ones the oracle and the count are reported above.
-    well_formed_losses = {
-        label: describe(events)
-        for label, events in shortest.items()
-        if "call" in label and not traits(events) - {"a rewind"}
-    }
     assert not well_formed_losses, well_formed_losses
 
 
