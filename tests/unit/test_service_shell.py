@@ -22,6 +22,7 @@ from adk_pairing.core.repair import Fallback
 from adk_pairing.shells import service as service_module
 from adk_pairing.shells import view_warnings
 from adk_pairing.wire import IrregularShape
+from tests.adk_features import adk_drops_unanswered_calls
 
 from .events import call, model_event, response, response_event, user_text
 from .test_properties import PlannedCall, PlannedTurn, build_history, turn_lists
@@ -272,3 +273,35 @@ def test_the_label_of_several_shapes_follows_the_priority_not_the_enum_order(
     # Only an unproven view is named by its shape.
     assert label(Fallback.ANSWERS_OUT_OF_ORDER, shapes) == "answers_out_of_order"
     assert label(Fallback.UNPROVEN, set()) == "unproven"
+
+
+async def test_a_parallel_turn_answered_in_call_order_around_an_open_call_needs_no_rebuild() -> (
+    None
+):
+    # Parallel calls answered one event each, c3 left open between answered ones: no
+    # placeholder placement keeps call order. A builder that drops unanswered calls
+    # sends the call event as stored while its answers come in call order; each
+    # further answer in order keeps it so, and the view follows without being built
+    # again. An answer out of order changes that: the view is built again.
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    ids = [f"c{i}" for i in range(1, 8)]
+    steps = [
+        user_text(),
+        model_event([call(i) for i in ids]),
+        *(response_event([response(i)]) for i in ("c1", "c2", "c4", "c5")),
+    ]
+    for event in steps:
+        await service.append_event(view, event)
+    state = view._pairing
+    assert state is not None
+    ledger = state.ledger
+    sends_as_stored = adk_drops_unanswered_calls()
+    assert state.as_stored == ({1} if sends_as_stored else set())
+    await service.append_event(view, response_event([response("c6")]))
+    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+    assert (state.ledger is ledger) is sends_as_stored
+    await service.append_event(view, response_event([response("c3")]))  # out of call order
+    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+    assert state.ledger is not ledger
+    assert state.as_stored == set()

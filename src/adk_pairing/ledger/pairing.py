@@ -45,7 +45,7 @@ without rescanning the history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from ..adk.builder import NEWEST_BUILDER, BuilderTraits, builder_traits
 from ..wire import IrregularShape, anthropic_keeps_id
@@ -168,6 +168,44 @@ class PairingLedger:
         if asked:
             verdicts.update(answers_stay_in_call_order(events, asked))
         return verdicts
+
+    def still_serves_as_stored(
+        self, index: int, call_event: EventRead, event: EventRead, settled: Collection[int]
+    ) -> bool:
+        """Whether call event `index`, which went as stored (`serves_as_stored` True), still
+        does now that `event`, the last one observed, answered its calls at `settled`.
+
+        What `serves_as_stored` read of the history changed only by `event`: the
+        call event still goes as stored while no placement keeps its answers in
+        call order (`placement` is None) and they came in call order
+        (`Placements.answered_in_call_order`), and `event` neither holds another
+        result for one of its calls (ADK gives a call its last) nor marks one of
+        its open calls long-running (ADK then keeps that call). Once none of its
+        calls is open, nothing is placed either way. O(parts of `event`), and of
+        the call event only where `event` holds other results; asking
+        `serves_as_stored` again would be a pass over the history.
+        """
+        open_parts = self._index.slots.get(index)
+        if not open_parts:
+            return True
+        if self.placement(index) is not None or not self._placements.answered_in_call_order(index):
+            return False
+        marked = event.long_running_tool_ids
+        if marked and any(call.call_id in marked for call in open_parts.values()):
+            return False
+        parts = parts_of(call_event.content)
+        answered_here = {
+            call.id
+            for part in settled
+            if part < len(parts) and (call := parts[part].function_call) is not None
+        }
+        others = {
+            part.function_response.id
+            for part in parts_of(event.content)
+            if part.function_response is not None and part.function_response.id not in answered_here
+        }
+        # Usually none: then the call event's own calls are not read at all.
+        return not (others and any(call.id in others for call in _calls_of(call_event)))
 
     def collapses_idless_answers(self, events: Sequence[EventRead]) -> set[int]:
         """The call events whose open id-less calls no placeholder can answer.

@@ -39,6 +39,9 @@ class AnsweredLater(NamedTuple):
     answered_by: int
     #: How many of its calls the event `answered_by` answered.
     count: int
+    #: Whether each answer came after the answers to every call before it in
+    #: the event, as ADK's merge then keeps them (`answers_stay_in_call_order`).
+    ascending: bool
 
 
 #: Makes an `AnsweredLater` from a tuple without its generated ``__new__``: this runs
@@ -71,10 +74,10 @@ class Placements:
             # The run that can take its placeholders starts right after the call event.
             after = by if by == event_index + 1 else -1
             self.answered_later[event_index] = _record(
-                AnsweredLater, (part_index, part_index, after, 1)
+                AnsweredLater, (part_index, part_index, after, 1, True)
             )
         else:
-            lowest, highest, answered_by, count = known
+            lowest, highest, answered_by, count, ascending = known
             if answered_by >= 0 and by == answered_by:
                 after, count = by, count + 1
             elif answered_by >= 0 and by == answered_by + 1:
@@ -88,6 +91,7 @@ class Placements:
                     highest if highest > part_index else part_index,
                     after,
                     count,
+                    ascending and part_index > highest,
                 ),
             )
         if after >= 0:
@@ -114,6 +118,11 @@ class Placements:
         self.answered_later = {
             index: known._replace(answered_by=-1) for index, known in self.answered_later.items()
         }
+
+    def answered_in_call_order(self, index: int) -> bool:
+        """Whether later events answered call event `index`'s calls in call order, if any."""
+        known = self.answered_later.get(index)
+        return known is None or known.ascending
 
     def placement(self, index: int, open_parts: Mapping[int, TrackedCall] | None) -> int | None:
         """After which event the placeholders of call event `index` go; None if nowhere.

@@ -45,7 +45,7 @@ from google.adk.sessions.session import Session
 from pydantic import PrivateAttr
 
 from ..core.placeholders import PlaceholderTexts, RepairedSlot
-from ..core.repair import RepairedHistory, repair_history
+from ..core.repair import Fallback, RepairedHistory, repair_history
 from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
 
 #: Whether the running ADK's `Session` carries a storage revision marker (not
@@ -56,7 +56,7 @@ HAS_STORAGE_MARKER = "_storage_update_marker" in Session.__private_attributes__
 class ViewState:
     """What a view needs to forward appends and stay current."""
 
-    __slots__ = ("checked", "inner", "ledger", "slot_order", "slots", "texts")
+    __slots__ = ("as_stored", "checked", "inner", "ledger", "slot_order", "slots", "texts")
 
     def __init__(
         self, inner: Session, ledger: PairingLedger | None, texts: PlaceholderTexts
@@ -76,11 +76,21 @@ class ViewState:
         #: as stored, depend on the whole history, so each append repairs the
         #: view again, as a fresh read would.
         self.checked = False
+        #: The call events the ledger sends as stored, their answers in call
+        #: order (`PairingLedger.serves_as_stored`): an answer to one of them
+        #: that keeps them so (`PairingLedger.still_serves_as_stored`) changes
+        #: nothing in the view.
+        self.as_stored: set[int] = set()
 
     def index_slots(self, repaired: RepairedHistory) -> None:
         self.slots = repaired.slots
         self.slot_order = list(repaired.slots)  # built in index order
         self.checked = repaired.checked
+        self.as_stored = (
+            set(repaired.served_as_stored)
+            if repaired.fallback is Fallback.ANSWERS_OUT_OF_ORDER and not repaired.checked
+            else set()
+        )
 
     def catch_up(self, view: PairedSession, stored_before: int) -> None:
         """Brings `view` up to date with the inner session, which held `stored_before` events.
@@ -136,9 +146,13 @@ class ViewState:
             return False
         if settled or held:
             touched: dict[int, None] = {}
+            as_stored: dict[int, list[int]] = {}
             for call in settled:
                 call_index = call.event_index
                 slot = self.slots.get(call_index)
+                if slot is None and call_index in self.as_stored:
+                    as_stored.setdefault(call_index, []).append(call.part_index)
+                    continue
                 if (
                     slot is None
                     or slot.anchor != call_index
@@ -147,6 +161,11 @@ class ViewState:
                     return False
                 slot.settle(call.part_index)
                 touched[call_index] = None
+            for call_index, parts in as_stored.items():
+                if not ledger.still_serves_as_stored(
+                    call_index, self.inner.events[call_index], view.events[-1], parts
+                ):
+                    return False
             for call in held:
                 # Its placeholder's status changed (a child run began or
                 # stopped waiting): the slot is made again from the ledger,
@@ -183,6 +202,7 @@ class ViewState:
         self.ledger = None
         self.slots = {}
         self.slot_order = []
+        self.as_stored = set()
         view.events = list(self.inner.events)
 
     def _open_slot(self, view: PairedSession, index: int) -> None:
