@@ -5,7 +5,7 @@ from __future__ import annotations
 from google.adk.events.event import Event
 from google.genai import types
 
-from adk_pairing.ledger import build_ledger
+from adk_pairing.ledger import PairingLedger, build_ledger
 from adk_pairing.passes.restore_pass import (
     RestoreOutcome,
     calls_the_request_lacks,
@@ -130,18 +130,18 @@ def _adk_result(call_id: str | None) -> types.Content:
     )
 
 
-def test_an_adk_id_stripped_from_the_request_is_not_a_call_cut() -> None:
-    # An irregular history (two id-less calls in one event, one left open) and a new turn
-    # whose call ADK gave an `adk-` id: a Gemini request carries that call without its id.
-    events = [
-        _event(_user("hi")),
-        _event(_model_calls(None, None)),
-        _event(_adk_result(None)),
-        _event(_model_calls("adk-7f3a")),
-        _event(_adk_result("adk-7f3a")),
-    ]
+def _irregular(*later: types.Content) -> tuple[list[Event], PairingLedger]:
+    """Two id-less calls in one event, one left open (an irregular history), then `later`."""
+    contents = [_user("hi"), _model_calls(None, None), _adk_result(None), *later]
+    events = [_event(content) for content in contents]
     ledger = build_ledger(events)
     assert ledger.irregular
+    return events, ledger
+
+
+def test_an_adk_id_stripped_from_the_request_is_not_a_call_cut() -> None:
+    # A new turn whose call ADK gave an `adk-` id: a Gemini request carries it without its id.
+    events, ledger = _irregular(_model_calls("adk-7f3a"), _adk_result("adk-7f3a"))
     stripped = [_user("hi"), _model_calls(None, None), _adk_result(None)]
     as_gemini_gets_it = [*stripped, _model_calls(None), _adk_result(None)]
     assert calls_the_request_lacks(ledger, events, as_gemini_gets_it, None) == []
@@ -153,14 +153,7 @@ def test_an_adk_id_stripped_from_the_request_is_not_a_call_cut() -> None:
 
 
 def test_an_idless_call_cut_from_an_irregular_history_is_lacking() -> None:
-    events = [
-        _event(_user("hi")),
-        _event(_model_calls(None, None)),
-        _event(_adk_result(None)),
-        _event(_user("again?")),
-    ]
-    ledger = build_ledger(events)
-    assert ledger.irregular
+    events, ledger = _irregular(_user("again?"))
     cut = calls_the_request_lacks(ledger, events, [_user("hi"), _user("again?")], None)
     assert [(call.call_id, call.event_index) for call in cut] == [(None, 1), (None, 1)]
 
