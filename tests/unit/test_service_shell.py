@@ -15,7 +15,9 @@ import pytest
 from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import GetSessionConfig
+from google.genai import types
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
 from adk_pairing.core.repair import Fallback
@@ -305,3 +307,54 @@ async def test_a_parallel_turn_answered_in_call_order_around_an_open_call_needs_
     assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
     assert state.ledger is not ledger
     assert state.as_stored == set()
+
+
+@st.composite
+def _answers_around_open_calls(draw: st.DrawFn) -> list[Event]:
+    """A parallel turn, then its answers one event at a time in any order, some calls never.
+
+    Now and then an event answers two calls at once, answers a call a second time,
+    or marks an open call long-running: the cases an incremental view must not
+    carry past.
+    """
+    width = draw(st.integers(3, 8))
+    ids = [f"c{i}" for i in range(width)]
+    answered = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=width, unique=True))
+    events = [user_text(), model_event([call(i) for i in ids])]
+    position = 0
+    while position < len(answered):
+        together = draw(st.integers(1, 2))
+        chunk = answered[position : position + together]
+        position += together
+        parts = [response(i) for i in chunk]
+        if draw(st.integers(0, 9)) == 0:
+            parts.append(response(draw(st.sampled_from(answered[:position]))))  # answered again
+        events.append(response_event(parts))
+        if draw(st.integers(0, 9)) == 0:
+            marked = draw(st.sampled_from(ids))
+            events.append(model_event([types.Part(text="still working")], long_running=[marked]))
+    return events
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_answers_around_open_calls())
+# A call event sent as stored (c1 answered between open c0 and c2), then another event
+# marking c0 long-running: ADK then keeps c0, and the view kept current once missed it.
+@example(
+    [
+        user_text(),
+        model_event([call("c0"), call("c1"), call("c2")]),
+        response_event([response("c1")]),
+        model_event([types.Part(text="still working")], long_running=["c0"]),
+    ]
+)
+def test_a_view_kept_over_answers_in_any_order_equals_a_fresh_read(events: list[Event]) -> None:
+    async def scenario() -> int:
+        service = PairingSessionService(InMemorySessionService())
+        view = await service.create_session(app_name=APP, user_id=USER)
+        for event in events:
+            await service.append_event(view, event)
+            assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+        return len(events)
+
+    assert asyncio.run(scenario()) == len(events)

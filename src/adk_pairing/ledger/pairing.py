@@ -207,6 +207,23 @@ class PairingLedger:
         # Usually none: then the call event's own calls are not read at all.
         return not (others and any(call.id in others for call in _calls_of(call_event)))
 
+    def marks_open_calls_elsewhere(self, event: EventRead, index: int) -> bool:
+        """Whether `event`, at `index`, marks long-running an open call of another event.
+
+        ADK's builder keeps such a call wherever it is, so whether its call
+        event goes as stored (`serves_as_stored`) can change, and a view must
+        be repaired again. O(open calls), only for an event with marks.
+        """
+        marked = event.long_running_tool_ids
+        if not marked:
+            return False
+        return any(
+            call.call_id in marked
+            for call_index, calls in self._index.slots.items()
+            if call_index != index
+            for call in calls.values()
+        )
+
     def collapses_idless_answers(self, events: Sequence[EventRead]) -> set[int]:
         """The call events whose open id-less calls no placeholder can answer.
 

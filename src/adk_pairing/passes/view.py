@@ -115,7 +115,12 @@ class ViewState:
                 self.rebuild(view)
                 return
             view_events.append(event)
-            if not self._apply(view, ledger, ledger.observe(event, index)):
+            observed = ledger.observe(event, index)
+            # A long-running mark on another event's open call changes what ADK
+            # keeps of that call, and so where its call event's answers go.
+            if ledger.marks_open_calls_elsewhere(event, index) or not self._apply(
+                view, ledger, observed
+            ):
                 self.rebuild(view)
                 return
             index += 1
