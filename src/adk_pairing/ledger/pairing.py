@@ -212,17 +212,17 @@ class PairingLedger:
 
         ADK's builder keeps such a call wherever it is, so whether its call
         event goes as stored (`serves_as_stored`) can change, and a view must
-        be repaired again. O(open calls), only for an event with marks.
+        be repaired again. O(marks).
         """
         marked = event.long_running_tool_ids
         if not marked:
             return False
-        return any(
-            call.call_id in marked
-            for call_index, calls in self._index.slots.items()
-            if call_index != index
-            for call in calls.values()
-        )
+        newest = self._index.newest_by_id
+        for call_id in marked:
+            call = newest.get(call_id)
+            if call is not None and not call.answered and call.event_index != index:
+                return True
+        return False
 
     def collapses_idless_answers(self, events: Sequence[EventRead]) -> set[int]:
         """The call events whose open id-less calls no placeholder can answer.
