@@ -178,20 +178,17 @@ class PairingLedger:
         What `serves_as_stored` read of the history changed only by `event`: the
         call event still goes as stored while no placement keeps its answers in
         call order (`placement` is None) and they came in call order
-        (`Placements.answered_in_call_order`), and `event` neither holds another
-        result for one of its calls (ADK gives a call its last) nor marks one of
-        its open calls long-running (ADK then keeps that call). Once none of its
-        calls is open, nothing is placed either way. O(parts of `event`), and of
+        (`Placements.answered_in_call_order`), and `event` holds no other
+        result for one of its calls (ADK gives a call its last). Once none of
+        its calls is open, nothing is placed either way. Whether `event` marks
+        one of its open calls long-running (ADK then keeps that call) is
+        `marks_open_calls_elsewhere`, asked first. O(parts of `event`), and of
         the call event only where `event` holds other results; asking
         `serves_as_stored` again would be a pass over the history.
         """
-        open_parts = self._index.slots.get(index)
-        if not open_parts:
+        if index not in self._index.slots:
             return True
         if self.placement(index) is not None or not self._placements.answered_in_call_order(index):
-            return False
-        marked = event.long_running_tool_ids
-        if marked and any(call.call_id in marked for call in open_parts.values()):
             return False
         parts = parts_of(call_event.content)
         answered_here = {
@@ -207,6 +204,17 @@ class PairingLedger:
         # Usually none: then the call event's own calls are not read at all.
         return not (others and any(call.id in others for call in _calls_of(call_event)))
 
+    def answers_nothing_open(self, event: EventRead, settled: Collection[TrackedCall]) -> bool:
+        """Whether `event`, the last one observed, holds a result that answered no open call.
+
+        `settled` are the calls it answered. Such a result may be a later one
+        for an answered call, which ADK's builder gives that call in place of
+        the earlier one (the last one wins), so whether its call event goes as
+        stored (`serves_as_stored`) can change. O(parts of `event`).
+        """
+        results = sum(part.function_response is not None for part in parts_of(event.content))
+        return results > len(settled)
+
     def marks_open_calls_elsewhere(self, event: EventRead, index: int) -> bool:
         """Whether `event`, at `index`, marks long-running an open call of another event.
 
@@ -217,9 +225,8 @@ class PairingLedger:
         marked = event.long_running_tool_ids
         if not marked:
             return False
-        newest = self._index.newest_by_id
         for call_id in marked:
-            call = newest.get(call_id)
+            call = self._newest_open_call_with(call_id)
             if call is not None and not call.answered and call.event_index != index:
                 return True
         return False

@@ -149,6 +149,8 @@ class ViewState:
         settled, opened, held, placements_moved = observed
         if placements_moved or (ledger.irregular and ledger.open_calls):
             return False
+        if self.as_stored and ledger.answers_nothing_open(view.events[-1], settled):
+            return False
         if settled or held:
             touched: dict[int, None] = {}
             as_stored: dict[int, list[int]] = {}
@@ -171,6 +173,8 @@ class ViewState:
                     call_index, self.inner.events[call_index], view.events[-1], parts
                 ):
                     return False
+                if call_index not in ledger.open_calls:
+                    self.as_stored.discard(call_index)  # nothing left to place there
             for call in held:
                 # Its placeholder's status changed (a child run began or
                 # stopped waiting): the slot is made again from the ledger,
