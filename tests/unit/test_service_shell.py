@@ -16,7 +16,7 @@ from google.adk.events.event import Event
 from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from adk_pairing import PairedSession, PairingSessionService, is_synthetic
@@ -27,6 +27,7 @@ from adk_pairing.wire import IrregularShape
 from tests.adk_features import adk_drops_unanswered_calls
 
 from .events import call, model_event, response, response_event, user_text
+from .history_strategies import describe
 from .test_properties import PlannedCall, PlannedTurn, build_history, turn_lists
 
 APP, USER = "app", "user"
@@ -391,3 +392,178 @@ async def test_a_second_result_for_a_call_answered_in_order_asks_again() -> None
         read = await fresh(service, view.id)
         assert fingerprint(view.events) == fingerprint(read.events)
         assert _repair_of(view) == _repair_of(read)
+
+
+def _sent_as_text(call_id: str) -> types.Part:
+    return types.Part(text="both", function_call=types.FunctionCall(id=call_id, name="lookup"))
+
+
+#: Irregular openings whose view needs no check by ADK's builder, or does.
+_IRREGULAR_STARTS: dict[str, list[Event]] = {
+    # Id-less calls of one name in one event, some answered: served as stored.
+    "id-less, some answered": [
+        user_text(),
+        model_event([call(None), call(None), call(None)]),
+        response_event([response(None)]),
+    ],
+    # The same, answered after a user's words.
+    "id-less, some answered later": [
+        user_text(),
+        model_event([call(None), call(None), call(None)]),
+        user_text("well?"),
+        response_event([response(None)]),
+    ],
+    # Id-less calls all answered: irregular, nothing open.
+    "id-less, all answered": [
+        user_text(),
+        model_event([call(None), call(None)]),
+        response_event([response(None), response(None)]),
+    ],
+    # A call sharing its part with text: never sent as a call, so not tracked.
+    "a call sent as text": [user_text(), model_event([_sent_as_text("s1")])],
+    # An id reused while its first call is open: the view is checked whole.
+    "reused while open": [user_text(), model_event([call("r1")]), model_event([call("r1")])],
+}
+
+
+@st.composite
+def _turns_after_an_irregular_start(draw: st.DrawFn) -> list[Event]:
+    """An irregular opening, then turns with fresh ids, answered in parts, late or never.
+
+    Now and then a turn calls in a branch, reuses an old id, answers with an
+    id-less or stray result or from another branch, or marks a call
+    long-running: the appends that must leave the repair made without a check.
+    """
+    events = list(_IRREGULAR_STARTS[draw(st.sampled_from(sorted(_IRREGULAR_STARTS)))])
+    issued: list[str] = []
+    open_ids: list[str] = []
+    for turn in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["calls", "calls", "answers", "answers", "text", "odd", "odd"]))
+        if kind == "calls":
+            ids = [f"t{turn}-{n}" for n in range(draw(st.integers(1, 3)))]
+            marked = [i for i in ids if draw(st.integers(0, 4)) == 0]
+            branch = draw(st.sampled_from([None, None, "main"]))
+            events.append(
+                model_event([call(i) for i in ids], long_running=marked or None, branch=branch)
+            )
+            issued += ids
+            open_ids += ids
+        elif kind == "answers" and open_ids:
+            chosen = draw(st.lists(st.sampled_from(open_ids), min_size=1, unique=True))
+            events.append(response_event([response(i) for i in chosen]))
+            open_ids = [i for i in open_ids if i not in chosen]
+        elif kind == "odd":
+            odd = draw(
+                st.sampled_from(
+                    ["id-less result", "stray result", "side result", "reuse", "as text", "mark"]
+                )
+            )
+            known = draw(st.sampled_from([*issued, "r1", "never-called"]))
+            if odd == "id-less result":
+                events.append(response_event([response(None)]))
+            elif odd == "stray result":
+                events.append(response_event([response(known)]))
+            elif odd == "side result":  # a branch that is not shown the calls of "main"
+                events.append(response_event([response(known)], branch="side"))
+            elif odd == "reuse":
+                events.append(model_event([call(known)]))
+            elif odd == "as text":
+                events.append(model_event([_sent_as_text(known)]))
+            else:
+                events.append(model_event([types.Part(text="working")], long_running=[known]))
+        else:
+            events.append(user_text("next"))
+    return events
+
+
+_SOME_ANSWERED = _IRREGULAR_STARTS["id-less, some answered"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_turns_after_an_irregular_start())
+# A call reusing an answered id: carried twice, it is no longer placed apart.
+@example(
+    [
+        *_SOME_ANSWERED,
+        model_event([call("t0")]),
+        response_event([response("t0")]),
+        model_event([call("t0")]),
+    ]
+)
+# One of two calls answered: their call event is no longer placed apart.
+@example([*_SOME_ANSWERED, model_event([call("t0"), call("t1")]), response_event([response("t0")])])
+# A result from a branch not shown the call: the call's id is carried twice.
+@example(
+    [
+        *_IRREGULAR_STARTS["id-less, some answered later"],
+        model_event([call("t0")], branch="main"),
+        response_event([response("t0")], branch="side"),
+    ]
+)
+# A call sent as text, which the ledger does not track, carrying an open call's id.
+@example(
+    [
+        *_IRREGULAR_STARTS["a call sent as text"],
+        model_event([call("t0")]),
+        model_event([_sent_as_text("t0")]),
+    ]
+)
+# An answer lifts the reuse that made the history irregular.
+@example(
+    [
+        user_text(),
+        model_event([call("r1")]),
+        model_event([call("r1")]),
+        response_event([response("r1")]),
+        model_event([call("t0")]),
+    ]
+)
+def test_a_view_kept_over_an_irregular_history_equals_a_fresh_read(events: list[Event]) -> None:
+    # Whether a view was checked by ADK's builder is compared too: a view kept current
+    # without the check that a fresh read needs would serve placeholders nothing proved,
+    # even where the check, as here mostly, would accept them.
+    note(describe(events))
+
+    async def scenario() -> int:
+        service = PairingSessionService(InMemorySessionService())
+        view = await service.create_session(app_name=APP, user_id=USER)
+        for event in events:
+            await service.append_event(view, event)
+            read = await fresh(service, view.id)
+            assert fingerprint(view.events) == fingerprint(read.events)
+            assert _repair_of(view) == _repair_of(read)
+        return len(events)
+
+    assert asyncio.run(scenario()) == len(events)
+
+
+async def test_turns_after_an_irregular_history_need_no_rebuild() -> None:
+    # Id-less calls in one event with some answered: the ledger serves that event as
+    # stored without asking ADK's builder. Each later turn's call has a fresh id, so
+    # its placeholders pair with it alone: appending a turn keeps the view current
+    # without repairing the whole history again, open or answered.
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    for event in _IRREGULAR_STARTS["id-less, some answered"]:
+        await service.append_event(view, event)
+    state = view._pairing
+    assert state is not None and state.ledger is not None
+    assert state.ledger.irregular and state.ledger.open_calls and not state.checked
+    ledger = state.ledger
+    turn = [
+        user_text("next"),
+        model_event([call("t1")]),
+        response_event([response("t1")]),
+        model_event([types.Part(text="done")]),
+        model_event([call("t2")]),  # left open: a placeholder follows it
+        user_text("and now?"),
+    ]
+    for event in turn:
+        await service.append_event(view, event)
+        assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+        assert state.ledger is ledger
+    assert is_synthetic(view.events[-2])
+    # A result without an id may answer the id-less calls: that repairs the view again.
+    await service.append_event(view, response_event([response(None)]))
+    assert fingerprint(view.events) == fingerprint((await fresh(service, view.id)).events)
+    assert state.ledger is not ledger

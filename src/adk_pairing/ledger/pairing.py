@@ -248,7 +248,9 @@ class PairingLedger:
                 candidates[index] = set(idless)
         return idless_results_after(events, candidates) if candidates else set()
 
-    def placeable_apart(self, events: Sequence[EventRead]) -> set[int]:
+    def placeable_apart(
+        self, events: Sequence[EventRead], among: Iterable[int] | None = None
+    ) -> set[int]:
         """The call events whose placeholders ADK's builder pairs with them alone, in any history.
 
         Every call of the event is open, each with an id that ADK's
@@ -257,12 +259,17 @@ class PairingLedger:
         the builder pairs each result by id with that event and no other,
         no id-less result is among them, and no stored call or result
         changes place. Such a repair only answers calls, so an irregular
-        history's check need not ask about it.
+        history's check need not ask about it. Only the call events `among`
+        are asked, when given.
         """
         if IrregularShape.CALL_ID_LIKE_A_FALLBACK in self.shapes:
             return set()  # the converter's fallback ids can merge two ids on the wire
+        slots = self._index.slots
         candidates: dict[int, set[str]] = {}
-        for index, slot in self._index.slots.items():
+        for index in slots if among is None else among:
+            slot = slots.get(index)
+            if not slot:
+                continue
             parts = parts_of(events[index].content)
             calls = _calls_of(events[index])
             if (
@@ -276,6 +283,49 @@ class PairingLedger:
             return set()
         once = ids_held_once(events, set().union(*candidates.values()))
         return {index for index, ids in candidates.items() if ids <= once}
+
+    def still_repairs_apart(
+        self,
+        events: Sequence[EventRead],
+        observed: Observation,
+        shapes_before: Collection[IrregularShape],
+    ) -> bool:
+        """Whether an irregular history repaired apart stays so with its last event observed.
+
+        The history before `events`' last event was repaired without ADK's
+        builder: each call event with open calls either `placeable_apart` or
+        `collapses_idless_answers`. With the last event, `observed` said what
+        it changed, and the repair is the one before, changed only there,
+        when that event leaves both sets as they were but for itself:
+
+        * it adds or lifts no irregular shape (`shapes_before` were the shapes):
+          the repair reads them (`placeable_apart`, and whether the history is
+          irregular at all);
+        * each call it answers leaves its call event with no open call (a call
+          event placed apart with some calls answered is no longer apart), and
+          it changes no call's status or placement;
+        * none of its calls or results carries the id of another event's call
+          still open, which would then be carried twice (a call the ledger
+          does not track, such as one sent as text, carries its id too);
+        * its own calls, if it opened some, are `placeable_apart`.
+
+        O(parts of the event), plus one pass over the history (`ids_held_once`)
+        when it opened calls.
+        """
+        settled, opened, held, placements_moved = observed
+        if held or placements_moved or self.shapes != shapes_before:
+            return False
+        index = len(events) - 1
+        slots = self._index.slots
+        if any(call.event_index in slots for call in settled):
+            return False
+        for part in parts_of(events[index].content):
+            for carried in (part.function_call, part.function_response):
+                if carried is not None and carried.id:
+                    call = self._newest_open_call_with(carried.id)
+                    if call is not None and call.event_index != index:
+                        return False
+        return opened is None or self.placeable_apart(events, (index,)) == {index}
 
     def _serves_as_stored_by_its_event(
         self, index: int, call_event: EventRead, asked: dict[int, set[str]]

@@ -24,8 +24,9 @@ returned. The rules it keeps:
   shrank the history, an append after a response event that made the ledger
   withhold calls, an answer to a call event whose placeholders sit after a
   later event or which goes as stored, or an append to an irregular history
-  with unanswered calls
-  (whose view must be checked whole against ADK's builder, `adk_pairing.rules.builder_check`)
+  with unanswered calls that its repair without a check does not cover
+  (`PairingLedger.still_repairs_apart`; such a view must be checked whole
+  against ADK's builder, `adk_pairing.rules.builder_check`)
   makes it rebuild the whole view: a rewind can annul
   events already shown (ADK drops every event from the first event of the
   rewound invocation up to the rewind, ``events/_rewind_events.py``), and the
@@ -47,6 +48,7 @@ from pydantic import PrivateAttr
 from ..core.placeholders import PlaceholderTexts, RepairedSlot
 from ..core.repair import Fallback, RepairedHistory, repair_history
 from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
+from ..wire import IrregularShape
 
 #: Whether the running ADK's `Session` carries a storage revision marker (not
 #: every release's does); a view mirrors it.
@@ -115,11 +117,13 @@ class ViewState:
                 self.rebuild(view)
                 return
             view_events.append(event)
+            # Usually empty: a copy only where the history is irregular.
+            shapes_before = set(ledger.shapes)
             observed = ledger.observe(event, index)
             # A long-running mark on another event's open call changes what ADK
             # keeps of that call, and so where its call event's answers go.
             if ledger.marks_open_calls_elsewhere(event, index) or not self._apply(
-                view, ledger, observed
+                view, ledger, observed, shapes_before
             ):
                 self.rebuild(view)
                 return
@@ -131,23 +135,37 @@ class ViewState:
         Not while the ledger withholds calls: the next event with parts
         releases them (older builders, `adk_pairing.ledger.older_builders`),
         and `observe` does not report that release. Not after a check of the
-        whole view (`checked`), nor while an irregular history has open calls:
-        its placeholders hold only once ADK's builder has checked the whole
-        view (`adk_pairing.rules.builder_check`).
+        whole view (`checked`): which call events it lets keep their
+        placeholders depends on the whole history
+        (`adk_pairing.rules.builder_check`).
         """
-        return not (ledger.withholding or self.checked or (ledger.irregular and ledger.open_calls))
+        return not (ledger.withholding or self.checked)
 
-    def _apply(self, view: PairedSession, ledger: PairingLedger, observed: Observation) -> bool:
+    def _apply(
+        self,
+        view: PairedSession,
+        ledger: PairingLedger,
+        observed: Observation,
+        shapes_before: set[IrregularShape],
+    ) -> bool:
         """Applies what observing the view's last event changed; False when it cannot.
 
         It cannot when some placeholders must move back to their call events,
-        when the history turned irregular with open calls, or when a call
-        settled whose call event goes as stored (`PairingLedger.serves_as_stored`)
-        or whose placeholders sit, or must now sit, after a later event than
-        the call (`PairingLedger.placement`).
+        when an irregular history with open calls leaves the repair that
+        needs no check (`PairingLedger.still_repairs_apart`: its placeholders
+        would hold only once ADK's builder checked the whole view), or when a
+        call settled whose call event goes as stored
+        (`PairingLedger.serves_as_stored`) or whose placeholders sit, or must
+        now sit, after a later event than the call (`PairingLedger.placement`).
         """
         settled, opened, held, placements_moved = observed
-        if placements_moved or (ledger.irregular and ledger.open_calls):
+        if placements_moved:
+            return False
+        if (
+            ledger.open_calls
+            and (ledger.irregular or shapes_before)
+            and not ledger.still_repairs_apart(self.inner.events, observed, shapes_before)
+        ):
             return False
         if self.as_stored and ledger.answers_nothing_open(view.events[-1], settled):
             return False
