@@ -26,9 +26,13 @@ seeded histories, one SQLite case.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from google.adk.plugins.base_plugin import BasePlugin
 
+from adk_pairing import PairingPlugin
 from adk_pairing.core.placeholders import CUT_NOTE_TEXT
 from adk_pairing.shells import agent_pass
 from adk_pairing.shells.once import OncePerKey
@@ -140,3 +144,48 @@ async def test_pair_request_in_the_chain_takes_the_final_pass_place_beside_the_p
     assert_the_guarantee(run, "agent_callback_window")
     # The plugin placed nothing behind it: pair_request already ends the chain.
     assert run.kept.chains == [["keep_recent", "pair_request"]] * 2
+
+
+def _ours_alone(ours: PairingPlugin, other: BasePlugin | None) -> list[BasePlugin]:
+    return [ours]
+
+
+def _ours_last(ours: PairingPlugin, other: BasePlugin | None) -> list[BasePlugin]:
+    return [ours] if other is None else [other, ours]
+
+
+@pytest.mark.parametrize("backend_spec", backend_params({"memory"}), indirect=True)
+@pytest.mark.parametrize(
+    ("plugins", "kind", "checked_again"),
+    [
+        (_ours_alone, "logging", False),
+        (_ours_last, "logging", False),
+        (ours_first, "logging", True),
+        (ours_first, "agent_callback_window", True),
+    ],
+    ids=["plugin-alone", "plugin-last", "plugin-before-another", "agent-callback"],
+)
+async def test_the_final_pass_checks_again_only_where_something_ran_after_the_plugin(
+    backend: Backend,
+    monkeypatch: pytest.MonkeyPatch,
+    plugins: Callable[[PairingPlugin, BasePlugin | None], list[BasePlugin]],
+    kind: str,
+    checked_again: bool,
+) -> None:
+    # ADK runs nothing between the last plugin and the agent's chain: with the plugin
+    # last and no callback of the agent's own, the final pass would check the very
+    # request the plugin just repaired, so it does not run the request pass again.
+    checks: list[int] = []
+    real = agent_pass.repair_contents
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        checks.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(agent_pass, "repair_contents", counted)
+    run = await run_case(backend, case="dead_process", wrapped=False, plugins=plugins, kind=kind)
+    assert_the_guarantee(run, kind)
+    if checked_again:
+        assert len(checks) >= len(run.harness.script.requests[run.before :]) == 2
+    else:
+        assert checks == []

@@ -28,6 +28,11 @@ request, with the fix: an agent without a ``before_model_callback`` list
 which ends ADK's chain (ADK then sends no request; one that sends the
 request to a model itself must call `pair_request` first).
 
+Where nothing can run in between, the plugin registered last and the
+agent's chain holding the final pass alone, the request the final pass would
+check is the one the plugin just repaired: it is not checked twice
+(`edits_may_follow`).
+
 `adk_pairing.pair_request` (in `adk_pairing.shells.plugin`) is the same pass for
 people who compose callbacks themselves: put last in an agent's
 ``before_model_callback`` list, it is the plugin's whole pass without
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "also_ends_a_chain",
     "apply_after_the_plugin",
+    "edits_may_follow",
     "final_request_pass",
     "history_opens_with_the_user",
     "place_final_pass",
@@ -179,6 +185,24 @@ def remember_what_the_plugin_left(
     """Notes that `PairingPlugin` repaired this request, and with which settings."""
     with contextlib.suppress(TypeError):  # a context that cannot be weakly referenced
         _LEFT[callback_context] = _Left(texts, fill_missing_ids)
+
+
+def edits_may_follow(callback_context: object, plugin: object) -> bool:
+    """Whether a callback may edit the request after `plugin`, before the final pass.
+
+    ADK runs the plugins' callbacks in registration order, then the agent's
+    chain, and nothing else touches the request between them (module
+    docstring). So none may when `plugin` is the last plugin registered and
+    the agent's chain holds `final_request_pass` alone. True where that
+    cannot be read.
+    """
+    invocation = invocation_of(callback_context)
+    try:
+        plugins = invocation.plugin_manager.plugins  # type: ignore[union-attr]
+        chain = invocation.agent.canonical_before_model_callbacks  # type: ignore[union-attr]
+        return not (plugins[-1] is plugin and list(chain) == [final_request_pass])
+    except Exception:  # an invocation shaped otherwise: check again, as before
+        return True
 
 
 def history_opens_with_the_user(session: object) -> bool:

@@ -89,6 +89,7 @@ from ..wire import pairs_calls_by_id
 from .agent_pass import (
     also_ends_a_chain,
     apply_after_the_plugin,
+    edits_may_follow,
     history_opens_with_the_user,
     place_final_pass,
     remember_what_the_plugin_left,
@@ -181,7 +182,7 @@ class PairingPlugin(BasePlugin):
         if self._places_final_pass:
             place_final_pass(callback_context)
         await self._repair_request(callback_context, llm_request)
-        if self._places_final_pass:
+        if self._places_final_pass and edits_may_follow(callback_context, self):
             invocation = invocation_of(callback_context)
             texts = self.texts_for(getattr(invocation, "session_service", None))
             fill = self._fill_for(invocation)
