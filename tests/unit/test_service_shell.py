@@ -350,17 +350,19 @@ def _answers_around_open_calls(draw: st.DrawFn) -> list[Event]:
     ]
 )
 def test_a_view_kept_over_answers_in_any_order_equals_a_fresh_read(events: list[Event]) -> None:
-    async def scenario() -> int:
-        service = PairingSessionService(InMemorySessionService())
-        view = await service.create_session(app_name=APP, user_id=USER)
-        for event in events:
-            await service.append_event(view, event)
-            read = await fresh(service, view.id)
-            assert fingerprint(view.events) == fingerprint(read.events)
-            assert _repair_of(view) == _repair_of(read)
-        return len(events)
+    assert asyncio.run(_appended_one_by_one(events)) == len(events)
 
-    assert asyncio.run(scenario()) == len(events)
+
+async def _appended_one_by_one(events: list[Event]) -> int:
+    """Appends `events` to a new view; after each, it must equal a fresh read, repair and all."""
+    service = PairingSessionService(InMemorySessionService())
+    view = await service.create_session(app_name=APP, user_id=USER)
+    for event in events:
+        await service.append_event(view, event)
+        read = await fresh(service, view.id)
+        assert fingerprint(view.events) == fingerprint(read.events)
+        assert _repair_of(view) == _repair_of(read)
+    return len(events)
 
 
 def _repair_of(view: PairedSession) -> tuple[bool, list[int], set[int]]:
@@ -375,9 +377,7 @@ async def test_a_second_result_for_a_call_answered_in_order_asks_again() -> None
     # the builder drops t1-1. A second result for t1-0 answers no open call, yet ADK gives
     # t1-0 the last one, so whether the call event still goes as stored is asked again.
     # (The reuse of r1 at the start, answered, leaves a regular history with r1 open.)
-    service = PairingSessionService(InMemorySessionService())
-    view = await service.create_session(app_name=APP, user_id=USER)
-    for event in [
+    events = [
         user_text(),
         model_event([call("r1")]),
         model_event([call("r1")]),
@@ -387,11 +387,8 @@ async def test_a_second_result_for_a_call_answered_in_order_asks_again() -> None
         response_event([response("t1-0")]),
         model_event([call("t4-0")]),
         response_event([response("t1-0")]),
-    ]:
-        await service.append_event(view, event)
-        read = await fresh(service, view.id)
-        assert fingerprint(view.events) == fingerprint(read.events)
-        assert _repair_of(view) == _repair_of(read)
+    ]
+    assert await _appended_one_by_one(events) == len(events)
 
 
 def _sent_as_text(call_id: str) -> types.Part:
@@ -524,17 +521,7 @@ def test_a_view_kept_over_an_irregular_history_equals_a_fresh_read(events: list[
     # even where the check, as here mostly, would accept them.
     note(describe(events))
 
-    async def scenario() -> int:
-        service = PairingSessionService(InMemorySessionService())
-        view = await service.create_session(app_name=APP, user_id=USER)
-        for event in events:
-            await service.append_event(view, event)
-            read = await fresh(service, view.id)
-            assert fingerprint(view.events) == fingerprint(read.events)
-            assert _repair_of(view) == _repair_of(read)
-        return len(events)
-
-    assert asyncio.run(scenario()) == len(events)
+    assert asyncio.run(_appended_one_by_one(events)) == len(events)
 
 
 async def test_turns_after_an_irregular_history_need_no_rebuild() -> None:
