@@ -117,7 +117,7 @@ class ViewState:
                 self.rebuild(view)
                 return
             view_events.append(event)
-            # Usually empty: a copy only where the history is irregular.
+            # Empty but in an irregular history, where it holds a shape or two.
             shapes_before = set(ledger.shapes)
             observed = ledger.observe(event, index)
             # A long-running mark on another event's open call changes what ADK
