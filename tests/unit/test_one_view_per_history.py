@@ -5,7 +5,10 @@ by ``append_event`` (`adk_pairing.passes.view`), built by a fresh ``get_session`
 that walks the whole history, or built by a ``get_session`` resumed from the
 analysis cache (`adk_pairing.core.analysis_cache`). For every history they must be
 the same list of events, or the model's request would depend on how the
-session happened to be read. The histories here are deliberately hostile:
+session happened to be read; and the view kept by appends must stand on the
+same repair as a fresh read's (checked whole by ADK's builder or not, the same
+call events repaired or sent as stored), or its next append would go a way a
+fresh read's would not. The histories here are deliberately hostile:
 rewinds that carry content (calls, responses, text), rewinds of rewinds and
 of unknown or their own invocations, and malformed events (text and a call in
 one part, parts-less content, a response with no call before it, duplicate
@@ -127,10 +130,18 @@ def fingerprint(events: list[Event]) -> list[tuple[Any, ...]]:
     ]
 
 
-async def _read(service: PairingSessionService, session_id: str) -> list[Event]:
+async def _read(service: PairingSessionService, session_id: str) -> PairedSession:
     view = await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
     assert isinstance(view, PairedSession)
-    return view.events
+    return view
+
+
+def _repair_of(view: PairedSession) -> tuple[bool, list[int], set[int]]:
+    """Whether the view was checked whole, which call events it repairs, which go as stored."""
+    state = view._pairing
+    if state is None:
+        return (False, [], set())
+    return state.checked, sorted(state.slots), state.as_stored
 
 
 async def disagreements(events: list[Event], read_after: Sequence[bool]) -> list[str]:
@@ -149,11 +160,14 @@ async def disagreements(events: list[Event], read_after: Sequence[bool]) -> list
     for position, event in enumerate(events):
         await cached.append_event(view, event)
         if read_after[position] or position == len(events) - 1:
-            fresh = fingerprint(await _read(walking, view.id))
-            resumed = fingerprint(await _read(cached, view.id))
+            fresh_view = await _read(walking, view.id)
+            resumed_view = await _read(cached, view.id)
+            fresh = fingerprint(fresh_view.events)
             if fingerprint(view.events) != fresh:
                 found.append(f"appended != fresh after event {position}")
-            if resumed != fresh:
+            elif _repair_of(view) != _repair_of(fresh_view):
+                found.append(f"appended repair != fresh after event {position}")
+            if fingerprint(resumed_view.events) != fresh:
                 found.append(f"resumed != fresh after event {position}")
     stored = await inner.get_session(app_name=APP, user_id=USER, session_id=view.id)
     found.extend(_answers_outside_adk_request(stored.events, view.events))
