@@ -43,6 +43,7 @@ from adk_pairing import PairedSession, PairingSessionService, is_synthetic
 from adk_pairing.core.placeholders import METADATA_KEY
 
 from .events import AGENT, call, model_event, response, response_event, user_text
+from .test_service_shell import fingerprint, repair_of
 
 APP, USER = "app", "user"
 INVOCATIONS = ["inv-0", "inv-1", "inv-2", "inv-3"]
@@ -124,24 +125,10 @@ def _draw_event(pick: Pick[Any], kind: str) -> Event:
     return model_event([call(call_id), call(call_id, "fetch")], invocation_id=invocation)
 
 
-def fingerprint(events: list[Event]) -> list[tuple[Any, ...]]:
-    return [
-        (e.id, e.author, e.invocation_id, e.content, e.custom_metadata, e.timestamp) for e in events
-    ]
-
-
 async def _read(service: PairingSessionService, session_id: str) -> PairedSession:
     view = await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
     assert isinstance(view, PairedSession)
     return view
-
-
-def _repair_of(view: PairedSession) -> tuple[bool, list[int], set[int]]:
-    """Whether the view was checked whole, which call events it repairs, which go as stored."""
-    state = view._pairing
-    if state is None:
-        return (False, [], set())
-    return state.checked, sorted(state.slots), state.as_stored
 
 
 async def disagreements(events: list[Event], read_after: Sequence[bool]) -> list[str]:
@@ -165,7 +152,7 @@ async def disagreements(events: list[Event], read_after: Sequence[bool]) -> list
             fresh = fingerprint(fresh_view.events)
             if fingerprint(view.events) != fresh:
                 found.append(f"appended != fresh after event {position}")
-            elif _repair_of(view) != _repair_of(fresh_view):
+            elif repair_of(view) != repair_of(fresh_view):
                 found.append(f"appended repair != fresh after event {position}")
             if fingerprint(resumed_view.events) != fresh:
                 found.append(f"resumed != fresh after event {position}")

@@ -351,11 +351,11 @@ async def _appended_one_by_one(events: list[Event]) -> int:
         await service.append_event(view, event)
         read = await fresh(service, view.id)
         assert fingerprint(view.events) == fingerprint(read.events)
-        assert _repair_of(view) == _repair_of(read)
+        assert repair_of(view) == repair_of(read)
     return len(events)
 
 
-def _repair_of(view: PairedSession) -> tuple[bool, list[int], set[int]]:
+def repair_of(view: PairedSession) -> tuple[bool, list[int], set[int]]:
     """Whether the view was checked whole, which call events it repairs, which go as stored."""
     state = view._pairing
     assert state is not None
