@@ -19,7 +19,7 @@ from __future__ import annotations
 from .calls import BranchedCall, CallStatus, Observation, OpenCalls, TrackedCall
 from .history import PairingReport, analyze, build_ledger, held_open_call_ids
 from .open_calls import READS_BUILT_REQUEST, READS_STORED_EVENTS, ReadPolicy
-from .pairing import PairingLedger
+from .pairing import PairingLedger, answers_nothing_open
 from .rewinds import is_rewind, live_event_mask
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "ReadPolicy",
     "TrackedCall",
     "analyze",
+    "answers_nothing_open",
     "build_ledger",
     "held_open_call_ids",
     "is_rewind",

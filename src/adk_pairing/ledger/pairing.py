@@ -204,17 +204,6 @@ class PairingLedger:
         # Usually none: then the call event's own calls are not read at all.
         return not (others and any(call.id in others for call in _calls_of(call_event)))
 
-    def answers_nothing_open(self, event: EventRead, settled: Collection[TrackedCall]) -> bool:
-        """Whether `event`, the last one observed, holds a result that answered no open call.
-
-        `settled` are the calls it answered. Such a result may be a later one
-        for an answered call, which ADK's builder gives that call in place of
-        the earlier one (the last one wins), so whether its call event goes as
-        stored (`serves_as_stored`) can change. O(parts of `event`).
-        """
-        results = sum(part.function_response is not None for part in parts_of(event.content))
-        return results > len(settled)
-
     def marks_open_calls_elsewhere(self, event: EventRead, index: int) -> bool:
         """Whether `event`, at `index`, marks long-running an open call of another event.
 
@@ -223,13 +212,7 @@ class PairingLedger:
         be repaired again. O(marks).
         """
         marked = event.long_running_tool_ids
-        if not marked:
-            return False
-        for call_id in marked:
-            call = self._newest_open_call_with(call_id)
-            if call is not None and not call.answered and call.event_index != index:
-                return True
-        return False
+        return bool(marked) and any(self._opened_elsewhere(call_id, index) for call_id in marked)
 
     def collapses_idless_answers(self, events: Sequence[EventRead]) -> set[int]:
         """The call events whose open id-less calls no placeholder can answer.
@@ -321,10 +304,8 @@ class PairingLedger:
             return False
         for part in parts_of(events[index].content):
             for carried in (part.function_call, part.function_response):
-                if carried is not None and carried.id:
-                    call = self._newest_open_call_with(carried.id)
-                    if call is not None and call.event_index != index:
-                        return False
+                if carried is not None and carried.id and self._opened_elsewhere(carried.id, index):
+                    return False
         return opened is None or self.placeable_apart(events, (index,)) == {index}
 
     def _serves_as_stored_by_its_event(
@@ -540,6 +521,11 @@ class PairingLedger:
             caller = self._older.newest_open_call_with(call_id)
         return caller
 
+    def _opened_elsewhere(self, call_id: str, index: int) -> bool:
+        """Whether the newest open call with `call_id`, in either index, is not event `index`'s."""
+        call = self._newest_open_call_with(call_id)
+        return call is not None and call.event_index != index
+
     def carry_forward(self) -> PairingLedger:
         """A new ledger that continues from this one, sharing nothing mutable.
 
@@ -614,3 +600,16 @@ class _ForOlderBuilders:
 
     def keep_calls(self, calls: Sequence[TrackedCall]) -> None:
         self._ledger.calls.extend(calls)
+
+
+def answers_nothing_open(event: EventRead, settled: Collection[TrackedCall]) -> bool:
+    """Whether `event`, the last one a ledger observed, holds a result that answered no open call.
+
+    `settled` are the calls it answered (`Observation`). Such a result may be
+    a later one for an answered call, which ADK's builder gives that call in
+    place of the earlier one (the last one wins), so whether its call event
+    goes as stored (`PairingLedger.serves_as_stored`) can change.
+    O(parts of `event`).
+    """
+    results = sum(part.function_response is not None for part in parts_of(event.content))
+    return results > len(settled)

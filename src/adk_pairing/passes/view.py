@@ -47,8 +47,10 @@ from pydantic import PrivateAttr
 
 from ..core.placeholders import PlaceholderTexts, RepairedSlot
 from ..core.repair import Fallback, RepairedHistory, repair_history
-from ..ledger import Observation, PairingLedger, build_ledger, is_rewind
+from ..ledger import Observation, PairingLedger, answers_nothing_open, build_ledger, is_rewind
 from ..wire import IrregularShape
+
+_NO_SHAPES: frozenset[IrregularShape] = frozenset()
 
 #: Whether the running ADK's `Session` carries a storage revision marker (not
 #: every release's does); a view mirrors it.
@@ -117,8 +119,9 @@ class ViewState:
                 self.rebuild(view)
                 return
             view_events.append(event)
-            # Empty but in an irregular history, where it holds a shape or two.
-            shapes_before = set(ledger.shapes)
+            # Empty but in an irregular history, where it holds a shape or two:
+            # copied only then.
+            shapes_before = frozenset(ledger.shapes) if ledger.shapes else _NO_SHAPES
             observed = ledger.observe(event, index)
             # A long-running mark on another event's open call changes what ADK
             # keeps of that call, and so where its call event's answers go.
@@ -146,7 +149,7 @@ class ViewState:
         view: PairedSession,
         ledger: PairingLedger,
         observed: Observation,
-        shapes_before: set[IrregularShape],
+        shapes_before: frozenset[IrregularShape],
     ) -> bool:
         """Applies what observing the view's last event changed; False when it cannot.
 
@@ -167,7 +170,7 @@ class ViewState:
             and not ledger.still_repairs_apart(self.inner.events, observed, shapes_before)
         ):
             return False
-        if self.as_stored and ledger.answers_nothing_open(view.events[-1], settled):
+        if self.as_stored and answers_nothing_open(view.events[-1], settled):
             return False
         if settled or held:
             touched: dict[int, None] = {}
