@@ -67,27 +67,33 @@ class Prepared(NamedTuple):
     turns: list[PreparedContent]
     #: What preparing changed: split parts, dropped calls and contents.
     repairs: list[ContentRepair]
+    #: The number of the first of `turns`: the turns of earlier segments, when
+    #: a rewrite resumes after them (`adk_pairing.passes.request_rewrite.RewriteState`).
+    first_turn: int = 0
 
 
-def prepare(contents: Sequence[types.Content], segments: Sequence[Segment]) -> Prepared:
+def prepare(
+    contents: Sequence[types.Content], segments: Sequence[Segment], first_turn: int = 0
+) -> Prepared:
     """The faulty segments' contents as turns: each non-empty, none holding a mixed part.
 
     Every part of a turn is a call, a result or neither (`wire.is_mixed` is
     false for each), a user-side turn holds no call, and no turn is empty. A
     segment that holds is left as it is. `segments` are not changed: the
-    faulty ones come back as copies that know their turns.
+    faulty ones come back as copies that know their turns, numbered from
+    `first_turn`.
     """
     repairs: list[ContentRepair] = []
     turns: list[PreparedContent] = []
     prepared: list[Segment] = []
     for segment in segments:
         if not segment.holds:
-            first = len(turns)
+            first = first_turn + len(turns)
             turns += _prepare_turns(contents[segment.start : segment.stop], repairs)
-            turned = range(first, len(turns))
+            turned = range(first, first_turn + len(turns))
             segment = Segment(segment.start, segment.stop, False, segment.calls, turned)
         prepared.append(segment)
-    return Prepared(contents, prepared, turns, repairs)
+    return Prepared(contents, prepared, turns, repairs, first_turn)
 
 
 def _prepare_turns(
