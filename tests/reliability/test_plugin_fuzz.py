@@ -214,3 +214,61 @@ def test_a_remembered_restore_sends_what_a_fresh_one_does(
         # Before 2.10 ADK keeps an unanswered call, and the restore's other
         # cases (a trailing result reaching back) are never remembered.
         assert remembered, "no request was restored from memory: the test checks nothing"
+
+
+def _rewrite_remembering_differs(events: list[Event]) -> bool:
+    """Whether a plugin that remembers its rewrites sends what one that does not sends.
+
+    Both send `events`, then the next two turns' requests. Every request
+    after the first may resume the plugin's last rewrite
+    (`adk_pairing.passes.request_memo`). The other plugin remembers all else
+    (its ledgers, its restores) alike, so only the rewrite's memory differs.
+    """
+    remembering, forgetting = PairingPlugin(), PairingPlugin()
+    forgetting._rewrite_of = lambda invocation, session: None  # type: ignore[method-assign]
+    requests = [events]
+    for number in (1, 2):
+        requests += _next_turn(requests[-1], number)
+    for history in requests:
+        try:
+            expected = asyncio.run(_sent(forgetting, history))
+        except Exception:
+            return False  # ADK's builder raises on this history
+        if asyncio.run(_sent(remembering, history)) != expected:
+            return True
+    return False
+
+
+@pytest.mark.every_release
+def test_a_remembered_rewrite_sends_what_a_plain_one_does(
+    figures: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The request pass resumes a session's last rewrite where the contents
+    # before its last segment are the same: each of the next two turns'
+    # requests must be what a plugin that never saw the session sends.
+    from adk_pairing.passes import request_memo
+
+    real_rewrite = request_memo.rewrite_segments
+    resumed: list[int] = []
+
+    def counting_rewrite(*args, **kwargs):  # type: ignore[no-untyped-def]
+        rewrite = real_rewrite(*args, **kwargs)
+        if rewrite is not None and len(args) > 5:
+            resumed.append(1)
+        return rewrite
+
+    monkeypatch.setattr(request_memo, "rewrite_segments", counting_rewrite)
+    generator = HistoryGenerator(SEED)
+    differing: list[list[Event]] = []
+    for _ in range(REMEMBERED_HISTORIES):
+        events = generator.history()
+        generator.rng.randrange(len(events))  # in step with test_fuzz's draws
+        if _rewrite_remembering_differs(events):
+            differing.append(events)
+    figures(
+        f"{REMEMBERED_HISTORIES} histories (seed {SEED}): {len(resumed)} later requests "
+        f"rewritten from memory, {len(differing)} histories where that differs from a plugin "
+        "that rewrites every request whole"
+    )
+    assert not differing, describe(min(differing, key=len))
+    assert resumed, "no request was rewritten from memory: the test checks nothing"

@@ -71,6 +71,7 @@ from google.genai import types
 
 from ..core.placeholders import CUT_NOTE_TEXT, OPENING_NOTE_TEXT, PlaceholderTexts
 from ..wire import MODEL_ROLES, never_sent_as_a_call
+from .request_memo import RememberedRewrite
 from .request_records import ContentRepair, ContentRule, RepairedContents
 from .request_rewrite import repair_segments
 from .request_scan import faulty_segments, segments_around
@@ -87,6 +88,7 @@ def repair_contents(
     texts: PlaceholderTexts = _DEFAULT_TEXTS,
     fill_missing_ids: bool = False,
     cut: bool = False,
+    remembered: RememberedRewrite | None = None,
 ) -> RepairedContents:
     """`contents` made to keep the request guarantee (module docstring), and what it took.
 
@@ -104,6 +106,9 @@ def repair_contents(
       cut: Other code cut `contents` out of a longer request, so that they
         open where they do: whatever model turn opens them, a note saying so
         goes first (rule 5).
+      remembered: This session's last rewrite: the rewrite resumes from it
+        where the contents before are the same, and it then holds this one
+        (`adk_pairing.passes.request_memo`). The result is the same either way.
 
     Returns:
       The same list object when it already keeps the guarantee; otherwise new
@@ -114,7 +119,8 @@ def repair_contents(
         repaired = RepairedContents(contents)
     else:
         segments = segments_around(contents, faults)
-        repaired = repair_segments(contents, segments, held_open_ids, texts, fill_missing_ids)
+        rewrite = repair_segments if remembered is None else remembered.rewrite
+        repaired = rewrite(contents, segments, held_open_ids, texts, fill_missing_ids)
     return _opened_by_the_user(repaired, cut)
 
 

@@ -74,6 +74,7 @@ from ..core.lru import Lru
 from ..core.ownership import session_label
 from ..core.placeholders import PlaceholderTexts
 from ..ledger import PairingLedger, TrackedCall, held_open_call_ids
+from ..passes.request_memo import RememberedRewrite
 from ..passes.request_pass import repair_contents
 from ..passes.restore_pass import (
     Restoration,
@@ -114,6 +115,11 @@ logger = logging.getLogger("adk_pairing")
 #: How many sessions' restores are remembered; a session beyond it pays ADK's
 #: builder again on its next request that lacks a call.
 REMEMBERED_RESTORES = 512
+#: How many sessions' (and agents') last rewrites of the request are
+#: remembered; a session beyond it rewrites its next request whole. Fewer than
+#: restores: a rewrite holds the contents it made, as large as the faulty part
+#: of the history.
+REMEMBERED_REWRITES = 128
 
 
 class PairingPlugin(BasePlugin):
@@ -165,6 +171,9 @@ class PairingPlugin(BasePlugin):
         self._restorations: Lru[tuple[str, str, str], tuple[tuple[object, ...], Restoration]] = Lru(
             REMEMBERED_RESTORES
         )
+        # Per session and agent, the request pass's last rewrite: the next
+        # request rewrites only what follows its last segment's start.
+        self._rewrites: Lru[tuple[str, str, str, str], RememberedRewrite] = Lru(REMEMBERED_REWRITES)
 
     def texts_for(self, session_service: object) -> PlaceholderTexts:
         """The placeholder texts: this plugin's own, then the decorator's, then the defaults."""
@@ -188,6 +197,23 @@ class PairingPlugin(BasePlugin):
             fill = self._fill_for(invocation)
             remember_what_the_plugin_left(callback_context, llm_request, texts, fill)
         return None
+
+    def _rewrite_of(self, invocation: object, session: object) -> RememberedRewrite | None:
+        """The request pass's memory for this session's agent; None without a session."""
+        if session is None:
+            return None
+        agent = getattr(invocation, "agent", None)
+        key = (
+            str(getattr(session, "app_name", "")),
+            str(getattr(session, "user_id", "")),
+            str(getattr(session, "id", "")),
+            str(getattr(agent, "name", "")),
+        )
+        remembered = self._rewrites.get(key)
+        if remembered is None:
+            remembered = RememberedRewrite()
+        self._rewrites.put(key, remembered)  # the newest: kept the longest
+        return remembered
 
     def _fill_for(self, invocation: object) -> bool:
         """Whether id-less calls get ids: as configured, else per the agent's model."""
@@ -221,6 +247,7 @@ class PairingPlugin(BasePlugin):
                 texts=texts,
                 fill_missing_ids=fill,
                 cut=history_opens_with_the_user(session),
+                remembered=self._rewrite_of(invocation, session),
             )
         except Exception:  # fail open: the request goes out as ADK built it
             logger.exception(
