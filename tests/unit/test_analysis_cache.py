@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 from adk_pairing import PairingSessionService, is_synthetic
 from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.core import analysis_cache as analysis_cache_module
-from adk_pairing.ledger import PairingLedger, build_ledger
+from adk_pairing.ledger import PairingLedger, build_ledger, held_open_call_ids
 from adk_pairing.ledger import pairing as ledger_pairing
 from adk_pairing.shells import service as service_module
 
 from .events import call, model_event, response, response_event, rewind_event, user_text
+from .history_strategies import histories
 from .test_properties import PlannedTurn, build_history, turn_lists
 from .test_service_shell import APP, USER, fingerprint, fresh
 
@@ -324,3 +325,20 @@ def test_invalid_cache_size_is_rejected_with_the_allowed_values(bad: object, kin
     """A negative number is a bad value; a float, a string or a bool is the wrong type."""
     with pytest.raises(kind, match="analysis_cache_size must be a whole number"):
         PairingSessionService(InMemorySessionService(), analysis_cache_size=bad)  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=histories(malformed=True), split=st.integers(min_value=0, max_value=40))
+def test_the_held_open_ids_read_off_a_remembered_ledger_are_the_walked_ones(
+    events: list[Event], split: int
+) -> None:
+    # The plugin reads the ids ADK holds open off its remembered ledger,
+    # kept by walking each request's new events (`AnalysisCache.ledger_for`),
+    # instead of walking the whole history (`held_open_call_ids`).
+    cache = analysis_cache_module.AnalysisCache(4)
+    key = ("app", "user", "session")
+    cut = split % (len(events) + 1)
+    cache.ledger_for(key, events[:cut])
+    ledger = cache.ledger_for(key, events)
+    assert ledger.traits == NEWEST_BUILDER
+    assert ledger.held_open_ids() == held_open_call_ids(events)

@@ -515,6 +515,18 @@ class PairingLedger:
         if settled is not None:
             settled.append(call)
 
+    def held_open_ids(self) -> set[str]:
+        """`adk_pairing.ledger.held_open_call_ids` of the history walked, off the open index.
+
+        The newest call with each id is the open one indexed under it, unless
+        a newer call with the id was answered (then none is), so what that
+        function finds by walking the whole history again is here in
+        O(open calls). Newest builder only: older ones index calls otherwise.
+        """
+        if self.traits != NEWEST_BUILDER:
+            raise ValueError("held_open_ids needs a ledger with NEWEST_BUILDER traits")
+        return {call_id for call_id, call in self._index.newest_by_id.items() if call.held_open}
+
     def _newest_open_call_with(self, call_id: str) -> TrackedCall | None:
         caller = self._index.newest_by_id.get(call_id)
         if caller is None and self._older is not None:

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from google.adk.plugins.base_plugin import BasePlugin
 
+from ..adk.builder import NEWEST_BUILDER
 from ..adk.callbacks import invocation_of, rerun_contents_processor
 from ..core.analysis_cache import DEFAULT_ANALYSIS_CACHE_SIZE, AnalysisCache
 from ..core.lru import Lru
@@ -198,6 +199,17 @@ class PairingPlugin(BasePlugin):
             remember_what_the_plugin_left(callback_context, llm_request, texts, fill)
         return None
 
+    def _held_open_ids(self, session: object) -> set[str]:
+        """The ids of the calls ADK holds open (`held_open_call_ids`), from this session's
+        remembered ledger where it is the newest builder's, else by walking its history."""
+        events = getattr(session, "events", None) or ()
+        if isinstance(events, list) and events:
+            key = (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[attr-defined]
+            ledger = self._analysis_cache.ledger_for(key, events)
+            if ledger.traits == NEWEST_BUILDER:
+                return ledger.held_open_ids()
+        return held_open_call_ids(events)
+
     def _rewrite_of(self, invocation: object, session: object) -> RememberedRewrite | None:
         """The request pass's memory for this session's agent; None without a session."""
         if session is None:
@@ -243,7 +255,7 @@ class PairingPlugin(BasePlugin):
             fill = self._fill_for(invocation)
             result = repair_contents(
                 restored if restored is not None else contents,
-                held_open_ids=lambda: held_open_call_ids(getattr(session, "events", None) or ()),
+                held_open_ids=lambda: self._held_open_ids(session),
                 texts=texts,
                 fill_missing_ids=fill,
                 cut=history_opens_with_the_user(session),
