@@ -117,10 +117,11 @@ logger = logging.getLogger("adk_pairing")
 #: builder again on its next request that lacks a call.
 REMEMBERED_RESTORES = 512
 #: How many sessions' (and agents') last rewrites of the request are
-#: remembered; a session beyond it rewrites its next request whole. Fewer than
-#: restores: a rewrite holds the contents it made, as large as the faulty part
-#: of the history.
-REMEMBERED_REWRITES = 128
+#: remembered; a session beyond it rewrites its next request whole, as without
+#: a memory. Fewer than restores: a rewrite holds the contents it read and made,
+#: as large as the faulty part of the request (benchmarks/RESULTS.md has the
+#: size), which a store read afresh every turn does not share.
+REMEMBERED_REWRITES = 32
 
 
 class PairingPlugin(BasePlugin):
