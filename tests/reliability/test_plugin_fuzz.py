@@ -26,6 +26,7 @@ Counted over the whole run and printed before anything is asserted.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -241,7 +242,9 @@ def _rewrite_remembering_differs(events: list[Event]) -> bool:
 
 @pytest.mark.every_release
 def test_a_remembered_rewrite_sends_what_a_plain_one_does(
-    figures: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+    figures: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # The request pass resumes a session's last rewrite where the contents
     # before its last segment are the same: each of the next two turns'
@@ -258,6 +261,7 @@ def test_a_remembered_rewrite_sends_what_a_plain_one_does(
         return rewrite
 
     monkeypatch.setattr(request_memo, "rewrite_segments", counting_rewrite)
+    caplog.set_level(logging.ERROR, logger="adk_pairing")
     generator = HistoryGenerator(SEED)
     differing: list[list[Event]] = []
     for _ in range(REMEMBERED_HISTORIES):
@@ -272,3 +276,57 @@ def test_a_remembered_rewrite_sends_what_a_plain_one_does(
     )
     assert not differing, describe(min(differing, key=len))
     assert resumed, "no request was rewritten from memory: the test checks nothing"
+    _assert_nothing_failed_open(caplog)
+
+
+def _assert_nothing_failed_open(caplog: pytest.LogCaptureFixture) -> None:
+    """The plugin logged no error: a pass that fails open sends what ADK built, on both
+    sides of a comparison alike, so only its log says it failed."""
+    errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert not errors, errors[:3]
+
+
+def _warm_differs(events: list[Event]) -> bool:
+    """Whether a plugin that served `events` sends the next two turns as a fresh plugin does.
+
+    Everything the plugin remembers of a session (its ledger, its restores,
+    what it found nothing to restore for, its rewrites) is in play.
+    """
+    warm = PairingPlugin()
+    requests = [events]
+    for number in (1, 2):
+        requests += _next_turn(requests[-1], number)
+    try:
+        asyncio.run(_sent(warm, events))
+    except Exception:
+        return False  # ADK's builder raises on this history
+    for history in requests[1:]:
+        try:
+            fresh = asyncio.run(_sent(PairingPlugin(), history))
+        except Exception:
+            return False
+        if asyncio.run(_sent(warm, history)) != fresh:
+            return True
+    return False
+
+
+@pytest.mark.every_release
+def test_a_plugin_that_served_a_session_sends_what_a_fresh_one_does(
+    figures: Callable[[str], None], caplog: pytest.LogCaptureFixture
+) -> None:
+    # What the plugin remembers of a session only saves work: each request of
+    # the next two turns must be what a plugin that never saw it sends.
+    caplog.set_level(logging.ERROR, logger="adk_pairing")
+    generator = HistoryGenerator(SEED)
+    differing: list[list[Event]] = []
+    for _ in range(REMEMBERED_HISTORIES):
+        events = generator.history()
+        generator.rng.randrange(len(events))  # in step with test_fuzz's draws
+        if _warm_differs(events):
+            differing.append(events)
+    figures(
+        f"{REMEMBERED_HISTORIES} histories (seed {SEED}): {len(differing)} where a plugin "
+        "that served the session sends its next two turns otherwise than a fresh one"
+    )
+    assert not differing, describe(min(differing, key=len))
+    _assert_nothing_failed_open(caplog)

@@ -83,11 +83,19 @@ class AnalysisCache:
         return len(self._entries)
 
     def ledger_for(self, key: SessionKey, events: list[Event]) -> PairingLedger:
-        """The ledger of `events`, the whole history of session `key`, walking only what is new."""
+        """The ledger of `events`, the whole history of session `key`, walking only what is new.
+
+        Its `PairingLedger.calls` hold every call wherever the history is
+        irregular (`PairingLedger.holds_every_call`).
+        """
         if self.size == 0:
             return build_ledger(events)
         analysed = self._entries.get(key)
         resumed = analysed.resume(events) if analysed is not None else None
+        if resumed is not None and resumed.irregular and not resumed.holds_every_call:
+            # Turned irregular since: its restore reads every call, which the
+            # carried ledger no longer holds. Walked whole once; carried whole on.
+            resumed = None
         ledger = resumed if resumed is not None else build_ledger(events)
         if resumed is None or analysed.event_count != len(events):
             analysed = _Analysed.of(events, ledger)

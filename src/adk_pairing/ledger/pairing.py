@@ -87,6 +87,7 @@ class PairingLedger:
         "_older",
         "_placements",
         "calls",
+        "holds_every_call",
         "reads",
         "shapes",
         "traits",
@@ -99,9 +100,12 @@ class PairingLedger:
         # None under the newest builder: its rules are the plain path.
         self._older = older_builder_for(self.traits)
         self.reads = reads
-        #: Every call observed, in order (after `carry_forward`: the calls
-        #: open at that point and every call observed since).
+        #: Every call observed, in order; after a `carry_forward` that kept only
+        #: the open ones (`holds_every_call` False), the calls open at that
+        #: point and every call observed since.
         self.calls: list[TrackedCall] = []
+        #: Whether `calls` holds every call of the history walked.
+        self.holds_every_call = True
         self._index = OpenCallIndex()
         self._child_runs = ChildRuns()
         self._placements = Placements()
@@ -544,13 +548,21 @@ class PairingLedger:
         It holds copies of the open (and withheld) calls only, so it costs
         O(open calls), not O(history): a caller can keep it and later observe
         just the events appended since, as if the whole history had been
-        walked again.
+        walked again. An irregular history's `calls` go on whole, the answered
+        ones as they are (nothing changes a call once answered): the restore
+        reads every call of such a history
+        (`adk_pairing.passes.restore_pass.calls_the_request_lacks`). That is
+        O(calls), paid only there.
         """
         copies = CallCopies()
         successor = PairingLedger(self.traits, reads=self.reads)
         index = successor._index = self._index.copy_by_event_and_id(copies)
-        for slot in index.slots.values():
-            successor.calls.extend(slot.values())
+        if self.shapes and self.holds_every_call:
+            successor.calls = [call if call.answered else copies.of(call) for call in self.calls]
+        else:
+            for slot in index.slots.values():
+                successor.calls.extend(slot.values())
+            successor.holds_every_call = False
         # In this order: a held-open call copied neither as open nor by id is
         # one that can no longer stop holding (`ChildRuns.copy`).
         successor._child_runs = self._child_runs.copy(copies)

@@ -77,7 +77,8 @@ def calls_the_request_lacks(
 ) -> list[TrackedCall]:
     """The open calls of `events` shown to an agent in `branch` that `contents` lack.
 
-    `ledger` is the ledger of `events`. A call counts as lacking when no model
+    `ledger` is the ledger of `events`, holding every call where the history is
+    irregular (`PairingLedger.holds_every_call`). A call counts as lacking when no model
     content of `contents` carries its id, or when the call sits in a user-side
     content (ADK's rearranging put it there, next to results): no provider
     takes a call there, so the request pass drops it. A withheld call is left
@@ -117,6 +118,8 @@ def calls_the_request_lacks(
     ]
     if lacking or not ledger.irregular:
         return lacking
+    if not ledger.holds_every_call:
+        raise ValueError("an irregular history's ledger must hold every call (AnalysisCache)")
     return _cut_calls(_shown(ledger.calls, events, branch), contents)
 
 
