@@ -167,3 +167,25 @@ def test_an_undeclared_read_is_caught() -> None:
     with pytest.raises(UndeclaredRead):
         cast("Any", event).id  # noqa: B018
     assert reads.undeclared == {("event", "id")}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=histories(malformed=True), split=st.integers(min_value=0, max_value=40))
+def test_a_carried_ledger_of_an_irregular_history_holds_every_call(
+    events: list[Event], split: int
+) -> None:
+    # The restore reads every call of an irregular history; the plugin's
+    # per-session ledger is carried forward and walked on (`AnalysisCache`),
+    # with the installed release's builder: it must hold what a fresh walk does.
+    from adk_pairing.core.analysis_cache import AnalysisCache
+    from adk_pairing.ledger import build_ledger
+
+    cache = AnalysisCache(4)
+    key = ("app", "user", "session")
+    cache.ledger_for(key, events[: split % (len(events) + 1)])
+    carried, fresh = cache.ledger_for(key, events), build_ledger(events)
+    if fresh.irregular:
+        assert carried.holds_every_call
+        assert [(c.event_index, c.part_index, c.answered, c.withheld) for c in carried.calls] == [
+            (c.event_index, c.part_index, c.answered, c.withheld) for c in fresh.calls
+        ]

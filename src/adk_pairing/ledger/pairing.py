@@ -557,12 +557,8 @@ class PairingLedger:
         copies = CallCopies()
         successor = PairingLedger(self.traits, reads=self.reads)
         index = successor._index = self._index.copy_by_event_and_id(copies)
-        if self.shapes and self.holds_every_call:
-            successor.calls = [call if call.answered else copies.of(call) for call in self.calls]
-        else:
-            for slot in index.slots.values():
-                successor.calls.extend(slot.values())
-            successor.holds_every_call = False
+        for slot in index.slots.values():
+            successor.calls.extend(slot.values())
         # In this order: a held-open call copied neither as open nor by id is
         # one that can no longer stop holding (`ChildRuns.copy`).
         successor._child_runs = self._child_runs.copy(copies)
@@ -572,6 +568,11 @@ class PairingLedger:
             assert successor._older is not None  # the same traits choose the same builder
             self._older.carry_into(successor._older, _ForOlderBuilders(successor), copies)
         successor._placements = self._placements.copy()
+        if self.shapes and self.holds_every_call:
+            # After the older builder's copies (withheld calls), which are among these.
+            successor.calls = [call if call.answered else copies.of(call) for call in self.calls]
+        else:
+            successor.holds_every_call = False
         return successor
 
 

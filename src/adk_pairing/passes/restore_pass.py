@@ -61,6 +61,7 @@ __all__ = [
     "RestoreOutcome",
     "RestoreResult",
     "calls_the_request_lacks",
+    "end_in_play",
     "ends_with_a_result_reaching_back",
     "place",
     "repaired_history",
@@ -500,6 +501,47 @@ def _fresh(found: Restoration, replaced: Sequence[types.Content]) -> list[types.
     return fresh
 
 
+def _shown_last(events: Sequence[Event]) -> int:
+    """The index of the last event ADK's builder may show; -1 when none.
+
+    The builder skips an event with nothing visible in it (no content, no
+    parts, only thoughts...), so what ends the history it builds can be an
+    event before the last. Here an event with no text and no call or result
+    is skipped: that errs towards an earlier event, which only makes callers
+    ask ADK's builder again.
+    """
+    index = len(events) - 1
+    while index >= 0:
+        content = events[index].content
+        if content is not None and any(
+            part.text or part.function_call is not None or part.function_response is not None
+            for part in content.parts or ()
+        ):
+            break
+        index -= 1
+    return index
+
+
+def end_in_play(events: Sequence[Event]) -> str | None:
+    """The id of the event that ends what ADK builds, where that end depends on it; else None.
+
+    ADK's builder treats the end of a history apart: its latest-response
+    rearranger acts on a trailing result (`ends_with_a_result_reaching_back`),
+    and the plugin fuzz found builds of a history that ends with open calls
+    which put nothing back where the same history with a message after them
+    does. So what a build of such a history shows holds for that end only.
+    """
+    last = _shown_last(events)
+    if last < 0:
+        return None
+    parts = events[last].content.parts or ()  # type: ignore[union-attr]
+    if any(part.function_call is not None for part in parts) or ends_with_a_result_reaching_back(
+        events
+    ):
+        return events[last].id
+    return None
+
+
 def ends_with_a_result_reaching_back(events: Sequence[Event]) -> bool:
     """Whether the last event holds results that ADK's latest-response rearranger acts on.
 
@@ -509,18 +551,20 @@ def ends_with_a_result_reaching_back(events: Sequence[Event]) -> bool:
     result in an event ADK leaves out, calls beside results) makes the
     builder cut or move contents from the end back, and what it built is not
     a start a later request can be checked against: the builder is asked
-    again. O(parts of the last two events).
+    again. The last event is the last the builder may show (`_shown_last`).
+    O(parts of the last two events, and of the empty ones after them).
     """
-    if not events:
+    at = _shown_last(events)
+    if at < 0:
         return False
-    last = events[-1]
+    last = events[at]
     parts = last.content.parts if last.content is not None else None
     responses = [part.function_response for part in parts or () if part.function_response]
     if not responses:
         return False
-    if len(events) < 2 or any(part.function_call for part in parts or ()):
+    if at < 1 or any(part.function_call for part in parts or ()):
         return True
-    before = events[-2]
+    before = events[at - 1]
     calls = [
         part.function_call
         for part in (before.content.parts if before.content is not None else None) or ()

@@ -81,6 +81,7 @@ from ..passes.restore_pass import (
     Restoration,
     RestoreOutcome,
     calls_the_request_lacks,
+    end_in_play,
     ends_with_a_result_reaching_back,
     place,
     repaired_history,
@@ -388,11 +389,14 @@ def _marks(
 
     The requesting agent and branch, the texts, the calls the request lacks,
     and every open call with its status and placement: the repaired events
-    differ from the stored ones only there. O(open calls).
+    differ from the stored ones only there. And the event that ends what ADK
+    builds, where that end depends on it (`restore_pass.end_in_play`).
+    O(open calls).
     """
     open_calls = ledger.open_calls
     return (
         *key,
+        end_in_play(events),
         str(getattr(getattr(invocation, "agent", None), "name", "")),
         str(branch),
         texts.missing,
