@@ -227,10 +227,7 @@ def _rewrite_remembering_differs(events: list[Event]) -> bool:
     """
     remembering, forgetting = PairingPlugin(), PairingPlugin()
     forgetting._rewrite_of = lambda invocation, session: None  # type: ignore[method-assign]
-    requests = [events]
-    for number in (1, 2):
-        requests += _next_turn(requests[-1], number)
-    for history in requests:
+    for history in _with_two_more_turns(events):
         try:
             expected = asyncio.run(_sent(forgetting, history))
         except Exception:
@@ -262,13 +259,7 @@ def test_a_remembered_rewrite_sends_what_a_plain_one_does(
 
     monkeypatch.setattr(request_memo, "rewrite_segments", counting_rewrite)
     caplog.set_level(logging.ERROR, logger="adk_pairing")
-    generator = HistoryGenerator(SEED)
-    differing: list[list[Event]] = []
-    for _ in range(REMEMBERED_HISTORIES):
-        events = generator.history()
-        generator.rng.randrange(len(events))  # in step with test_fuzz's draws
-        if _rewrite_remembering_differs(events):
-            differing.append(events)
+    differing = _histories_where(_rewrite_remembering_differs)
     figures(
         f"{REMEMBERED_HISTORIES} histories (seed {SEED}): {len(resumed)} later requests "
         f"rewritten from memory, {len(differing)} histories where that differs from a plugin "
@@ -277,6 +268,26 @@ def test_a_remembered_rewrite_sends_what_a_plain_one_does(
     assert not differing, describe(min(differing, key=len))
     assert resumed, "no request was rewritten from memory: the test checks nothing"
     _assert_nothing_failed_open(caplog)
+
+
+def _with_two_more_turns(events: list[Event]) -> list[list[Event]]:
+    """`events`, then the histories of the next two turns' four requests."""
+    histories = [events]
+    for number in (1, 2):
+        histories += _next_turn(histories[-1], number)
+    return histories
+
+
+def _histories_where(differs: Callable[[list[Event]], bool]) -> list[list[Event]]:
+    """The first `REMEMBERED_HISTORIES` fuzzed histories for which `differs` holds."""
+    generator = HistoryGenerator(SEED)
+    differing: list[list[Event]] = []
+    for _ in range(REMEMBERED_HISTORIES):
+        events = generator.history()
+        generator.rng.randrange(len(events))  # in step with test_fuzz's draws
+        if differs(events):
+            differing.append(events)
+    return differing
 
 
 def _assert_nothing_failed_open(caplog: pytest.LogCaptureFixture) -> None:
@@ -293,9 +304,7 @@ def _warm_differs(events: list[Event]) -> bool:
     what it found nothing to restore for, its rewrites) is in play.
     """
     warm = PairingPlugin()
-    requests = [events]
-    for number in (1, 2):
-        requests += _next_turn(requests[-1], number)
+    requests = _with_two_more_turns(events)
     try:
         asyncio.run(_sent(warm, events))
     except Exception:
@@ -317,13 +326,7 @@ def test_a_plugin_that_served_a_session_sends_what_a_fresh_one_does(
     # What the plugin remembers of a session only saves work: each request of
     # the next two turns must be what a plugin that never saw it sends.
     caplog.set_level(logging.ERROR, logger="adk_pairing")
-    generator = HistoryGenerator(SEED)
-    differing: list[list[Event]] = []
-    for _ in range(REMEMBERED_HISTORIES):
-        events = generator.history()
-        generator.rng.randrange(len(events))  # in step with test_fuzz's draws
-        if _warm_differs(events):
-            differing.append(events)
+    differing = _histories_where(_warm_differs)
     figures(
         f"{REMEMBERED_HISTORIES} histories (seed {SEED}): {len(differing)} where a plugin "
         "that served the session sends its next two turns otherwise than a fresh one"

@@ -167,6 +167,17 @@ def test_a_turn_that_holds_merged_into_a_faulty_one_is_read_again() -> None:
     assert [part.text for part in sent.contents[1].parts] == ["one", "TWO"]
 
 
+def test_a_turn_merged_back_into_the_last_one_is_not_remembered() -> None:
+    # The last turn's model content is empty: its user content merges into
+    # the one before the checkpoint, which must not be remembered so.
+    memory = RememberedRewrite()
+    head = [user(say("go")), model(call("a")), user(say("q"))]
+    _same([*head, model(), user(say("x"))], set(), True, memory)
+    later = [*_as_adk_copies(head), model(say("y")), user(say("z")), *_turn("b", "q2")]
+    sent = _same(later, set(), True, memory)
+    assert "x" not in [part.text for part in sent.contents[2].parts]
+
+
 def test_contents_changed_in_place_after_they_were_sent_are_not_sent_again(monkeypatch) -> None:
     counts = _Resumptions(monkeypatch)
     memory = RememberedRewrite()

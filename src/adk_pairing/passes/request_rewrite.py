@@ -390,11 +390,15 @@ def _plan_ids(
     skipped: list[str] = []  # ids passed over because something carried them
     repairs: list[ContentRepair] = []
     at_checkpoint: _PlanAt | None = None
-    noted = checkpoint is None
-    # Per reused id, the suffix to try next: every smaller one is taken (ids are
-    # only ever added to `taken`), so an id reused n times costs n, not n².
-    for call in calls:
-        if not noted and call.event_index >= checkpoint_turn:
+    # The plan is noted before the first call at or after the checkpoint.
+    noted_at = -1
+    if checkpoint is not None:
+        noted_at = next(
+            (at for at, call in enumerate(calls) if call.event_index >= checkpoint_turn),
+            len(calls),
+        )
+    for at in range(len(calls) + 1):
+        if at == noted_at:
             at_checkpoint = _plan_at(
                 resume,
                 carried_before,
@@ -405,7 +409,9 @@ def _plan_ids(
                 skipped,
                 len(repairs),
             )
-            noted = True
+        if at == len(calls):
+            break
+        call = calls[at]
         # With `fill`, a call whose id a provider that pairs by id cannot take
         # (none, or one like the Anthropic converter's own fallbacks) is
         # renamed as an id-less call is named.
@@ -414,6 +420,8 @@ def _plan_ids(
             if call.call_id not in used:
                 used.add(call.call_id)
                 continue
+            # Every smaller suffix is taken (ids are only ever added to
+            # `taken`), so an id reused n times costs n, not n².
             suffix = next_suffix.get(call.call_id, 2)
             while f"{call.call_id}-{suffix}" in taken:
                 skipped.append(f"{call.call_id}-{suffix}")
@@ -435,17 +443,6 @@ def _plan_ids(
         given.append(new_id)
         fresh[id(call)] = new_id
         repairs.append(ContentRepair(rule, call.key))
-    if not noted:
-        at_checkpoint = _plan_at(
-            resume,
-            carried_before,
-            used - kept_later,
-            next_suffix,
-            filled,
-            given,
-            skipped,
-            len(repairs),
-        )
     return _IdPlan(fresh, repairs, at_checkpoint)
 
 
