@@ -173,3 +173,34 @@ async def test_a_builder_refusing_the_restored_history_is_logged_once_and_not_re
     refused = [r for r in ours if "refused" in r.getMessage()]
     assert len(refused) == 1 and "ValueError" in refused[0].getMessage(), caplog.text
     assert not [r for r in ours if r.levelno >= logging.ERROR], caplog.text
+
+
+async def test_sessions_that_need_no_rewrite_do_not_push_out_one_that_does(monkeypatch) -> None:
+    # The plugin remembers a few sessions' last rewrites (`REMEMBERED_REWRITES`):
+    # a server's many healthy sessions must not take those places, or the
+    # memory stops serving exactly the sessions that need it.
+    from adk_pairing.shells.plugin import REMEMBERED_REWRITES
+
+    from .test_request_memo import _as_adk_copies, _Resumptions, _turn
+
+    counts = _Resumptions(monkeypatch)
+    plugin = PairingPlugin(fill_missing_ids=True)
+
+    async def send(session_id: str, contents: list[types.Content]) -> None:
+        callback = context()
+        callback._invocation_context.session.id = session_id
+        await plugin.before_model_callback(
+            callback_context=callback, llm_request=LlmRequest(contents=contents)
+        )
+
+    reusing: list[types.Content] = []
+    for turn in range(3):
+        reusing = _as_adk_copies(reusing) + _turn("call_0", f"question {turn}")
+        await send("reuses-ids", reusing)
+    resumed = counts.resumed
+    assert resumed >= 1
+    for healthy in range(REMEMBERED_REWRITES + 8):
+        await send(f"healthy-{healthy}", _turn(f"own_{healthy}", "hello"))
+    reusing = _as_adk_copies(reusing) + _turn("call_0", "question 3")
+    await send("reuses-ids", reusing)
+    assert counts.resumed == resumed + 1

@@ -74,6 +74,11 @@ class RememberedRewrite:
             tuple[types.Content, tuple[object, ...], tuple[object, ...], tuple[object, ...]]
         ] = []
 
+    @property
+    def holds_a_rewrite(self) -> bool:
+        """Whether the next request can resume from this one's rewrite."""
+        return self._state is not None
+
     def rewrite(
         self,
         contents: Sequence[types.Content],

@@ -205,29 +205,32 @@ class PairingPlugin(BasePlugin):
         """The ids of the calls ADK holds open (`held_open_call_ids`), from this session's
         remembered ledger where it is the newest builder's, else by walking its history."""
         events = getattr(session, "events", None) or ()
-        if isinstance(events, list) and events:
-            key = (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[attr-defined]
+        key = _session_key(session)
+        if isinstance(events, list) and events and key is not None:
             ledger = self._analysis_cache.ledger_for(key, events)
             if ledger.traits == NEWEST_BUILDER:
                 return ledger.held_open_ids()
         return held_open_call_ids(events)
 
-    def _rewrite_of(self, invocation: object, session: object) -> RememberedRewrite | None:
-        """The request pass's memory for this session's agent; None without a session."""
-        if session is None:
+    def _rewrite_of(
+        self, invocation: object, session: object
+    ) -> tuple[tuple[str, str, str, str], RememberedRewrite] | None:
+        """The request pass's memory for this session's agent, and its key; None without a
+        session. `_keep_rewrite` puts it back once the request pass has used it."""
+        session_key = _session_key(session)
+        if session_key is None:
             return None
         agent = getattr(invocation, "agent", None)
-        key = (
-            str(getattr(session, "app_name", "")),
-            str(getattr(session, "user_id", "")),
-            str(getattr(session, "id", "")),
-            str(getattr(agent, "name", "")),
-        )
-        remembered = self._rewrites.get(key)
-        if remembered is None:
-            remembered = RememberedRewrite()
-        self._rewrites.put(key, remembered)  # the newest: kept the longest
-        return remembered
+        key = (*session_key, str(getattr(agent, "name", "")))
+        return key, self._rewrites.get(key) or RememberedRewrite()
+
+    def _keep_rewrite(self, key: tuple[str, str, str, str], remembered: RememberedRewrite) -> None:
+        """Keeps a memory that holds a rewrite to resume from, as the newest; drops one that
+        does not, so sessions that need no rewrite never push out those that do."""
+        if remembered.holds_a_rewrite:
+            self._rewrites.put(key, remembered)
+        else:
+            self._rewrites.discard(key)
 
     def _fill_for(self, invocation: object) -> bool:
         """Whether id-less calls get ids: as configured, else per the agent's model."""
@@ -255,14 +258,17 @@ class PairingPlugin(BasePlugin):
             )
         try:
             fill = self._fill_for(invocation)
+            memory = self._rewrite_of(invocation, session)
             result = repair_contents(
                 restored if restored is not None else contents,
                 held_open_ids=lambda: self._held_open_ids(session),
                 texts=texts,
                 fill_missing_ids=fill,
                 cut=history_opens_with_the_user(session),
-                remembered=self._rewrite_of(invocation, session),
+                remembered=memory[1] if memory is not None else None,
             )
+            if memory is not None:
+                self._keep_rewrite(*memory)
         except Exception:  # fail open: the request goes out as ADK built it
             logger.exception(
                 "adk_pairing: could not check the model request of session %s; "
@@ -300,7 +306,9 @@ class PairingPlugin(BasePlugin):
         events = getattr(session, "events", None)
         if not events or not isinstance(events, list):
             return None
-        key = (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[union-attr]
+        key = _session_key(session)
+        if key is None:
+            return None
         ledger = self._analysis_cache.ledger_for(key, events)
         contents = llm_request.contents
         branch = getattr(invocation, "branch", None)
@@ -373,6 +381,17 @@ class PairingPlugin(BasePlugin):
                 "PairingSessionService, whose view keeps the calls",
                 session_label(session),
             )
+        return None
+
+
+def _session_key(session: object) -> tuple[str, str, str] | None:
+    """What the plugin remembers a session under: its app, user and id, as a store keys it.
+
+    None for something that is not a session: nothing is remembered for it.
+    """
+    try:
+        return (str(session.app_name), str(session.user_id), str(session.id))  # type: ignore[attr-defined]
+    except AttributeError:
         return None
 
 
