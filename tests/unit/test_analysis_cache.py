@@ -23,7 +23,13 @@ from hypothesis import strategies as st
 from adk_pairing import PairingSessionService, is_synthetic
 from adk_pairing.adk.builder import NEWEST_BUILDER
 from adk_pairing.core import analysis_cache as analysis_cache_module
-from adk_pairing.ledger import PairingLedger, build_ledger, held_open_call_ids
+from adk_pairing.ledger import (
+    PairingLedger,
+    TrackedCall,
+    analyze,
+    build_ledger,
+    held_open_call_ids,
+)
 from adk_pairing.ledger import pairing as ledger_pairing
 from adk_pairing.shells import service as service_module
 
@@ -332,13 +338,22 @@ def test_invalid_cache_size_is_rejected_with_the_allowed_values(bad: object, kin
 def test_the_held_open_ids_read_off_a_remembered_ledger_are_the_walked_ones(
     events: list[Event], split: int
 ) -> None:
-    # The plugin reads the ids ADK holds open off its remembered ledger,
-    # kept by walking each request's new events (`AnalysisCache.ledger_for`),
-    # instead of walking the whole history (`held_open_call_ids`).
+    # The plugin reads the ids ADK holds open off its remembered ledger, kept
+    # by walking each request's new events (`AnalysisCache.ledger_for`).
+    # The oracle is the rule as `held_open_call_ids` states it, walked over
+    # every call: the newest call with each id, held open and unanswered.
     cache = analysis_cache_module.AnalysisCache(4)
     key = ("app", "user", "session")
     cut = split % (len(events) + 1)
     cache.ledger_for(key, events[:cut])
     ledger = cache.ledger_for(key, events)
     assert ledger.traits == NEWEST_BUILDER
-    assert ledger.held_open_ids() == held_open_call_ids(events)
+    newest: dict[str, TrackedCall] = {}
+    for tracked in analyze(events, traits=NEWEST_BUILDER).calls:
+        if tracked.call_id:
+            newest[tracked.call_id] = tracked
+    walked = {
+        call_id for call_id, tracked in newest.items() if tracked.held_open and not tracked.answered
+    }
+    assert ledger.held_open_ids() == walked
+    assert held_open_call_ids(events) == walked

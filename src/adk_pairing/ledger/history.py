@@ -92,10 +92,8 @@ def held_open_call_ids(events: Iterable[EventRead]) -> set[str]:
     or branches: the ledger's own decision (`TrackedCall.held_open`, so a call
     waiting on its child run counts too), for the *newest* call with each id.
     Model ids such as ``call_1`` repeat across turns: an id once held open and
-    later reused by an ordinary call that was lost is not held open.
+    later reused by an ordinary call that was lost is not held open. Read off
+    the newest builder's open index (`PairingLedger.held_open_ids`).
     """
-    newest: dict[str, TrackedCall] = {}
-    for call in analyze(events, traits=NEWEST_BUILDER).calls:
-        if call.call_id:
-            newest[call.call_id] = call
-    return {call_id for call_id, call in newest.items() if call.held_open and not call.answered}
+    event_list = events if isinstance(events, Sequence) else list(events)
+    return build_ledger(event_list, traits=NEWEST_BUILDER).held_open_ids()
