@@ -535,9 +535,7 @@ def end_in_play(events: Sequence[Event]) -> str | None:
     if last < 0:
         return None
     parts = events[last].content.parts or ()  # type: ignore[union-attr]
-    if any(part.function_call is not None for part in parts) or ends_with_a_result_reaching_back(
-        events
-    ):
+    if any(part.function_call is not None for part in parts) or _reaches_back_from(events, last):
         return events[last].id
     return None
 
@@ -554,7 +552,11 @@ def ends_with_a_result_reaching_back(events: Sequence[Event]) -> bool:
     again. The last event is the last the builder may show (`_shown_last`).
     O(parts of the last two events, and of the empty ones after them).
     """
-    at = _shown_last(events)
+    return _reaches_back_from(events, _shown_last(events))
+
+
+def _reaches_back_from(events: Sequence[Event], at: int) -> bool:
+    """`ends_with_a_result_reaching_back`, given the last event shown, `at`."""
     if at < 0:
         return False
     last = events[at]
