@@ -404,17 +404,15 @@ def place(
     # The request opens with a content of the build, after any transients ADK
     # inserted first (a user's message is a transient too, by its parts).
     for first, opening in enumerate(request):
-        for offset, content in enumerate(start):
-            if content != opening:
-                continue
+        for offset in range(len(start)):
             where = _match_from(start, offset, request, first)
             if where is None:
                 continue
             if offset > head_count or (offset == head_count and not found.stored_region):
                 return RestoreResult(RestoreOutcome.LEFT_OUT)
             return _restored(found, offset, where, request)
-        for offset, content in enumerate(rest):
-            if content == opening and _match_from(rest, offset, request, first, whole=True):
+        for offset in range(len(rest)):
+            if _match_from(rest, offset, request, first, whole=True) is not None:
                 return RestoreResult(RestoreOutcome.LEFT_OUT)
         if not _is_transient(opening):
             break
@@ -431,12 +429,15 @@ def _match_from(
 ) -> list[int] | None:
     """Where ``start[offset:]`` stands in `request` from `first`, transients skipped; else None.
 
-    With `whole`, nothing but transients may follow it.
+    ``request[first]`` must be ``start[offset]``: each content is compared once,
+    the opening one included. With `whole`, nothing but transients may follow it.
     """
-    where: list[int] = []
-    expected = offset
-    position = first
     count = len(request)
+    if first >= count or offset >= len(start) or request[first] != start[offset]:
+        return None
+    where: list[int] = [first]
+    expected = offset + 1
+    position = first + 1
     while expected < len(start):
         if position >= count:
             return None
