@@ -194,6 +194,43 @@ def test_contents_changed_in_place_after_they_were_sent_are_not_sent_again(monke
     assert counts.resumed == resumed_before  # not resumed from the edited contents
 
 
+def test_a_call_edited_in_place_before_the_cut_is_rewritten_again(monkeypatch) -> None:
+    # ADK's copies of the contents share each call and result with the
+    # session's events, so an edit in place to one (a callback's, say) is in
+    # every later request, and in what the memory read of it, too.
+    counts = _Resumptions(monkeypatch)
+    memory = RememberedRewrite()
+    contents: list[types.Content] = []
+    for turn in range(3):
+        contents = _as_adk_copies(contents) + _turn("call_0", f"q{turn}")
+        _same(contents, set(), True, memory)
+    contents = _as_adk_copies(contents)
+    contents[5].parts[0].function_call.name = "renamed"
+    contents[6].parts[0].function_response.name = "renamed"
+    resumed_before = counts.resumed
+    sent = _same(contents + _turn("call_0", "q3"), set(), True, memory)
+    assert sent.contents[5].parts[0].function_call.name == "renamed"
+    assert counts.resumed == resumed_before
+
+
+def test_a_call_the_rewrite_made_edited_in_place_after_it_was_sent_is_made_again(
+    monkeypatch,
+) -> None:
+    counts = _Resumptions(monkeypatch)
+    memory = RememberedRewrite()
+    contents: list[types.Content] = []
+    for turn in range(3):
+        contents = _as_adk_copies(contents) + _turn("call_0", f"q{turn}")
+        sent = _same(contents, set(), True, memory)
+    made = sent.contents[5].parts[0].function_call
+    assert made.id == "call_0-2"  # renamed: a copy the memory holds
+    made.args = {"edited": True}
+    resumed_before = counts.resumed
+    sent = _same(_as_adk_copies(contents) + _turn("call_0", "q3"), set(), True, memory)
+    assert sent.contents[5].parts[0].function_call.args == {}
+    assert counts.resumed == resumed_before
+
+
 def test_a_placeholder_whose_call_is_now_held_open_is_placed_again() -> None:
     memory = RememberedRewrite()
     contents = [user(say("go")), model(call("lr")), *_turn("a", "q1")]
@@ -215,6 +252,7 @@ def _edit(draw: st.DrawFn) -> tuple[str, object]:
             [
                 *("turn",) * 4,
                 *("contents", "late", "cut", "drop", "text", "in_place", "held"),
+                *("payload", "sent_payload"),
             ]
         )
     )
@@ -225,7 +263,7 @@ def _edit(draw: st.DrawFn) -> tuple[str, object]:
         return kind, draw(st.sampled_from(["call_0", "c1", "call_1", "call_2", None]))
     if kind == "contents":
         return kind, draw(any_contents())
-    if kind in ("cut", "drop", "text", "in_place"):
+    if kind in ("cut", "drop", "text", "in_place", "payload", "sent_payload"):
         return kind, draw(st.integers(min_value=0, max_value=40))
     return kind, draw(st.sets(st.sampled_from(["call_0", "c1", "x", "call_0-2"]), max_size=2))
 
@@ -265,7 +303,22 @@ def test_a_remembered_rewrite_sends_what_a_fresh_one_sends(
             target = sent.contents[value % len(sent.contents)]  # type: ignore[operator]
             if target.parts:
                 target.parts[0] = extra
+        elif kind == "payload" and contents:
+            # In place, on a call or result every later copy shares.
+            _edit_a_payload(contents, value)  # type: ignore[arg-type]
+        elif kind == "sent_payload" and sent.contents:
+            _edit_a_payload(sent.contents, value)  # type: ignore[arg-type]
         elif kind == "held":
             held = set(value)  # type: ignore[arg-type]
         hypothesis_event(f"edit: {kind}")
         sent = _same(contents, held, fill, memory)
+
+
+def _edit_a_payload(contents: Sequence[types.Content], at: int) -> None:
+    """Renames, in place, the first call or result from content `at` on (wrapping round)."""
+    for step in range(len(contents)):
+        for part in contents[(at + step) % len(contents)].parts or ():
+            payload = part.function_call or part.function_response
+            if payload is not None:
+                payload.name = f"{payload.name}_edited"
+                return

@@ -15,12 +15,15 @@ request pays for checking those contents, not for rewriting them.
   point into the same segments, each holding or faulty as before;
 * every faulty segment there holds the same contents as before, part by part
   (ADK's per-request copies share their payloads with the session's events,
-  so equal parts are mostly the same objects, and the comparison is cheap);
+  so equal parts are mostly the same objects, and the comparison is cheap),
+  and the calls and results the rewrite read there hold the field values
+  they held then: shared, they may have been edited in place since, in the
+  request and in what was read alike;
 * every segment that holds there makes the same calls (ids and names: all the
   rewrite reads of it);
 * the contents the rewrite made for them, which the later requests are sent
-  as they are, are as it made them: nothing sent with the last request
-  changed them in place.
+  as they are, are as it made them, down to their calls' and results' fields:
+  nothing sent with the last request changed them in place.
 
 Anything else, and a resumption `rewrite_segments` refuses, rewrites the whole
 request, as without a memory. Both give the same contents and repairs
@@ -52,6 +55,8 @@ class _Seen:
     holds: bool
     #: Holding: its calls' (id, name). Faulty: its contents.
     read: tuple[object, ...]
+    #: Faulty: each of its parts' `_payload_values`, as read.
+    payloads: tuple[object, ...] = ()
 
 
 class RememberedRewrite:
@@ -68,8 +73,9 @@ class RememberedRewrite:
         self._seen: list[_Seen] = []
         self._settings: tuple[PlaceholderTexts, bool] | None = None
         # Each content the rewrite made before the state's start, with what it
-        # held then: (content, its fields, its parts, each new part's fields;
-        # None for a part of the request's, which `_same_contents` compares).
+        # held then: (content, its fields, its parts, each new part's fields
+        # and `_payload_values`; None for a part of the request's, which
+        # `_same_contents` compares).
         self._made: list[
             tuple[types.Content, tuple[object, ...], tuple[object, ...], tuple[object, ...]]
         ] = []
@@ -119,7 +125,7 @@ class RememberedRewrite:
             if segment.holds:
                 if _calls_read(contents, before.start, stop) != before.read:
                     return None
-            elif not _same_contents(contents, before.start, before.read):
+            elif not _same_contents(contents, before.start, before.read, before.payloads):
                 return None
         if not self._made_unchanged():
             return None
@@ -142,7 +148,10 @@ class RememberedRewrite:
             if tuple(content.__dict__.values()) != fields or tuple(content.parts or ()) != parts:
                 return False
             for part, made in zip(parts, values, strict=True):
-                if made is not None and tuple(part.__dict__.values()) != made:
+                if (
+                    made is not None
+                    and (tuple(part.__dict__.values()), _payload_values(part)) != made
+                ):
                     return False
         return True
 
@@ -187,7 +196,14 @@ class RememberedRewrite:
                     self._seen.append(_Seen(segment.start, segment.stop, True, read))
             else:
                 contents_read = tuple(contents[segment.start : segment.stop])
-                self._seen.append(_Seen(segment.start, segment.stop, False, contents_read))
+                payloads = tuple(
+                    _payload_values(part)
+                    for content in contents_read
+                    for part in content.parts or ()
+                )
+                self._seen.append(
+                    _Seen(segment.start, segment.stop, False, contents_read, payloads)
+                )
                 inputs.update(id(part) for content in contents_read for part in content.parts or ())
         made_from = len(resumed.contents) if resumed is not None else 0
         for entry in state.contents[made_from:]:
@@ -206,7 +222,9 @@ class RememberedRewrite:
                     tuple(content.__dict__.values()),
                     tuple(parts),
                     tuple(
-                        None if id(part) in inputs else tuple(part.__dict__.values())
+                        None
+                        if id(part) in inputs
+                        else (tuple(part.__dict__.values()), _payload_values(part))
                         for part in parts
                     ),
                 )
@@ -229,14 +247,23 @@ def _calls_read(contents: Sequence[types.Content], start: int, stop: int) -> tup
     )
 
 
-def _same_contents(contents: Sequence[types.Content], start: int, read: tuple[object, ...]) -> bool:
-    """Whether `contents` from `start` hold what `read` held, part by part."""
+def _same_contents(
+    contents: Sequence[types.Content],
+    start: int,
+    read: tuple[object, ...],
+    payloads: tuple[object, ...],
+) -> bool:
+    """Whether `contents` from `start` hold what `read` held, part by part, when it was read.
+
+    `payloads` are the `_payload_values` of `read`'s parts then: their calls
+    and results are shared with the session's events and with later copies,
+    so an edit in place since shows in both, and only these values tell.
+    """
+    index = 0
     for offset, before in enumerate(read):
         now = contents[start + offset]
-        if now is before:
-            continue
         assert isinstance(before, types.Content)
-        if now.role != before.role:
+        if now is not before and now.role != before.role:
             return False
         parts, parts_before = now.parts or [], before.parts or []
         if len(parts) != len(parts_before):
@@ -245,4 +272,18 @@ def _same_contents(contents: Sequence[types.Content], start: int, read: tuple[ob
             # Equal dicts: the same field values, compared by identity first.
             if part is not part_before and part.__dict__ != part_before.__dict__:
                 return False
+            if _payload_values(part_before) != payloads[index]:
+                return False
+            index += 1
     return True
+
+
+def _payload_values(part: types.Part) -> tuple[object, ...] | None:
+    """The field values of a part's call and result: what an edit in place to them changes."""
+    call, response = part.function_call, part.function_response
+    if call is None and response is None:
+        return None
+    return (
+        None if call is None else tuple(call.__dict__.values()),
+        None if response is None else tuple(response.__dict__.values()),
+    )
