@@ -231,6 +231,22 @@ def test_a_call_the_rewrite_made_edited_in_place_after_it_was_sent_is_made_again
     assert counts.resumed == resumed_before
 
 
+def test_a_part_sent_again_then_edited_in_place_is_not_sent_again() -> None:
+    # After a store's fresh read the request's parts are new objects, equal to
+    # those the memory read, and a content the rewrite made may still send the
+    # part it read: an edit in place to that part's call, after it was sent
+    # again, must not reach the next request (found by the differential test).
+    memory = RememberedRewrite()
+    contents = [model(call("call_1"), call("call_1"))]
+    _same(contents, set(), False, memory)
+    contents = _as_adk_copies(contents) + _turn("call_0", "q")[:2]
+    _same(contents, set(), False, memory)
+    contents = copy.deepcopy(contents)  # equal, and all new objects
+    sent = _same(contents, set(), False, memory)
+    _edit_a_payload(sent.contents, 0)
+    _same(_as_adk_copies(contents), set(), False, memory)
+
+
 def test_a_placeholder_whose_call_is_now_held_open_is_placed_again() -> None:
     memory = RememberedRewrite()
     contents = [user(say("go")), model(call("lr")), *_turn("a", "q1")]
@@ -252,7 +268,7 @@ def _edit(draw: st.DrawFn) -> tuple[str, object]:
             [
                 *("turn",) * 4,
                 *("contents", "late", "cut", "drop", "text", "in_place", "held"),
-                *("payload", "sent_payload"),
+                *("payload", "sent_payload", "field"),
             ]
         )
     )
@@ -263,7 +279,7 @@ def _edit(draw: st.DrawFn) -> tuple[str, object]:
         return kind, draw(st.sampled_from(["call_0", "c1", "call_1", "call_2", None]))
     if kind == "contents":
         return kind, draw(any_contents())
-    if kind in ("cut", "drop", "text", "in_place", "payload", "sent_payload"):
+    if kind in ("cut", "drop", "text", "in_place", "payload", "sent_payload", "field"):
         return kind, draw(st.integers(min_value=0, max_value=40))
     return kind, draw(st.sets(st.sampled_from(["call_0", "c1", "x", "call_0-2"]), max_size=2))
 
@@ -271,19 +287,24 @@ def _edit(draw: st.DrawFn) -> tuple[str, object]:
 @RELAXED
 @given(
     start=any_contents(),
-    edits=st.lists(_edit(), min_size=1, max_size=12),
+    edits=st.lists(st.tuples(_edit(), st.booleans()), min_size=1, max_size=12),
     fill=st.booleans(),
     extra=any_part(),
 )
 def test_a_remembered_rewrite_sends_what_a_fresh_one_sends(
-    start: list[types.Content], edits: list[tuple[str, object]], fill: bool, extra: types.Part
+    start: list[types.Content],
+    edits: list[tuple[tuple[str, object], bool]],
+    fill: bool,
+    extra: types.Part,
 ) -> None:
     memory = RememberedRewrite()
     held: set[str] = set()
     contents = list(start)
     sent = _same(contents, held, fill, memory)
-    for kind, value in edits:
-        contents = _as_adk_copies(contents)
+    for (kind, value), afresh in edits:
+        # The next request: copies sharing the calls and results, as ADK builds
+        # them within a turn, or all new objects, as after a store's fresh read.
+        contents = copy.deepcopy(contents) if afresh else _as_adk_copies(contents)
         if kind == "turn":
             call_id, answered = value  # type: ignore[misc]
             turn = _turn(call_id, "q")
@@ -306,6 +327,15 @@ def test_a_remembered_rewrite_sends_what_a_fresh_one_sends(
         elif kind == "payload" and contents:
             # In place, on a call or result every later copy shares.
             _edit_a_payload(contents, value)  # type: ignore[arg-type]
+        elif kind == "field" and contents:
+            # A field of a part itself, beside its call or result.
+            target = contents[value % len(contents)]  # type: ignore[operator]
+            if target.parts:
+                part = target.parts[0]
+                if part.text is None:
+                    part.text = "edited"
+                else:
+                    part.thought = not part.thought
         elif kind == "sent_payload" and sent.contents:
             _edit_a_payload(sent.contents, value)  # type: ignore[arg-type]
         elif kind == "held":
