@@ -74,6 +74,15 @@ def _turn(call_id: str | None, text: str) -> list[types.Content]:
     return [user(say(text)), model(call(call_id)), user(result(call_id)), model(say("done"))]
 
 
+def _three_turns_reusing_call_0(memory: RememberedRewrite):
+    """Three requests of a session whose every turn calls ``call_0``: the last contents, sent."""
+    contents: list[types.Content] = []
+    for turn in range(3):
+        contents = _as_adk_copies(contents) + _turn("call_0", f"q{turn}")
+        sent = _same(contents, set(), True, memory)
+    return contents, sent
+
+
 def test_a_session_reusing_one_id_is_rewritten_from_its_last_turn(monkeypatch) -> None:
     counts = _Resumptions(monkeypatch)
     memory = RememberedRewrite()
@@ -181,10 +190,7 @@ def test_a_turn_merged_back_into_the_last_one_is_not_remembered() -> None:
 def test_contents_changed_in_place_after_they_were_sent_are_not_sent_again(monkeypatch) -> None:
     counts = _Resumptions(monkeypatch)
     memory = RememberedRewrite()
-    contents: list[types.Content] = []
-    for turn in range(3):
-        contents = _as_adk_copies(contents) + _turn("call_0", f"q{turn}")
-        sent = _same(contents, set(), True, memory)
+    contents, sent = _three_turns_reusing_call_0(memory)
     # Another plugin, after this one, edited what was sent, in place.
     renamed = sent.contents[5].parts[0]
     renamed.function_call = types.FunctionCall(id="edited", name="lookup", args={})
@@ -200,10 +206,7 @@ def test_a_call_edited_in_place_before_the_cut_is_rewritten_again(monkeypatch) -
     # every later request, and in what the memory read of it, too.
     counts = _Resumptions(monkeypatch)
     memory = RememberedRewrite()
-    contents: list[types.Content] = []
-    for turn in range(3):
-        contents = _as_adk_copies(contents) + _turn("call_0", f"q{turn}")
-        _same(contents, set(), True, memory)
+    contents, _ = _three_turns_reusing_call_0(memory)
     contents = _as_adk_copies(contents)
     contents[5].parts[0].function_call.name = "renamed"
     contents[6].parts[0].function_response.name = "renamed"
@@ -218,10 +221,7 @@ def test_a_call_the_rewrite_made_edited_in_place_after_it_was_sent_is_made_again
 ) -> None:
     counts = _Resumptions(monkeypatch)
     memory = RememberedRewrite()
-    contents: list[types.Content] = []
-    for turn in range(3):
-        contents = _as_adk_copies(contents) + _turn("call_0", f"q{turn}")
-        sent = _same(contents, set(), True, memory)
+    contents, sent = _three_turns_reusing_call_0(memory)
     made = sent.contents[5].parts[0].function_call
     assert made.id == "call_0-2"  # renamed: a copy the memory holds
     made.args = {"edited": True}
