@@ -74,8 +74,8 @@ class RememberedRewrite:
         self._seen: list[_Seen] = []
         self._settings: tuple[PlaceholderTexts, bool] | None = None
         # Each content the rewrite made before the state's start, with what it
-        # held then: (content, its fields, its parts, each new part's fields
-        # and `_payload_values`; None for a part of the request's, which
+        # held then: (content, its fields, its parts, each new part's
+        # `_made_values`; None for a part of the request's, which
         # `_same_contents` compares).
         self._made: list[
             tuple[types.Content, tuple[object, ...], tuple[object, ...], tuple[object, ...]]
@@ -149,10 +149,7 @@ class RememberedRewrite:
             if tuple(content.__dict__.values()) != fields or tuple(content.parts or ()) != parts:
                 return False
             for part, made in zip(parts, values, strict=True):
-                if (
-                    made is not None
-                    and (tuple(part.__dict__.values()), _payload_values(part)) != made
-                ):
+                if made is not None and _made_values(part) != made:
                     return False
         return True
 
@@ -222,12 +219,7 @@ class RememberedRewrite:
                     content,
                     tuple(content.__dict__.values()),
                     tuple(parts),
-                    tuple(
-                        None
-                        if id(part) in inputs
-                        else (tuple(part.__dict__.values()), _payload_values(part))
-                        for part in parts
-                    ),
+                    tuple(None if id(part) in inputs else _made_values(part) for part in parts),
                 )
             )
         self._state = state
@@ -314,6 +306,11 @@ _OTHER_PART_FIELDS = itemgetter(
         if name not in ("function_call", "function_response")
     )
 )
+
+
+def _made_values(part: types.Part) -> tuple[object, ...]:
+    """A part the rewrite made, as the values an edit in place to it or its payload changes."""
+    return (tuple(part.__dict__.values()), _payload_values(part))
 
 
 def _payload_values(part: types.Part) -> tuple[object, ...] | None:
