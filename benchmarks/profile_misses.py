@@ -17,7 +17,13 @@ sampling profiler, and prints the call tree of the decorator's share:
 * ``wide-turn``: one event with ``size / 2`` parallel calls answered one
   response per event, appended through a view (incremental upkeep);
 * ``pending-run``: ``size / 2`` long-running calls answered oldest first,
-  appended through a view (incremental upkeep).
+  appended through a view (incremental upkeep);
+* ``plugin-wide-turn``, ``plugin-idless-turn``, ``plugin-reused-ids``: the
+  turn-cost benchmark's plugin-only turns (`turn_cost.TURN_SHAPES`: one turn of
+  ``size / 2`` parallel calls with a merged answer, ``size / 2`` id-less calls
+  of one name, ids reused every turn) on `SqliteSessionService`; only
+  `PairingPlugin`'s own callback is profiled, over five turns after a first
+  one, so the tree splits what the plugin adds to those turns among its steps.
 
 Stores are read outside the profiler where the path allows it (cold reads),
 and the upkeep paths run over a list-backed store that does no work, so the
@@ -106,6 +112,33 @@ async def _upkeep(profiler: Profiler, shape: str, size: int) -> None:
     profiler.stop()
 
 
+async def _plugin_turns(profiler: Profiler, shape_id: str, size: int, turns: int = 5) -> None:
+    from backends import open_backend
+    from turn_cost import TURN_SHAPES, ToolThenAnswerModel
+    from turns import _run_turn, _runner
+
+    from adk_pairing import PairingPlugin
+
+    class ProfiledPlugin(PairingPlugin):
+        async def before_model_callback(self, **kwargs):  # type: ignore[no-untyped-def]
+            profiler.start()
+            try:
+                return await super().before_model_callback(**kwargs)
+            finally:
+                profiler.stop()
+
+    shape = TURN_SHAPES[shape_id]
+    async with open_backend("sqlite", pg_database="unused") as backend:
+        session_id = await backend.seeded_session(APP, USER, shape.build(size))
+        model = ToolThenAnswerModel(call_id=shape.call_id)
+        runner = _runner(model, backend.service, (ProfiledPlugin(),))
+        for turn in range(turns + 1):
+            await _run_turn(runner, session_id)
+            if turn == 0:
+                # The first turn remembers what later ones reuse: not what a turn pays.
+                profiler.reset()
+
+
 PathRunner = Callable[[Profiler, int], Awaitable[None]]
 
 PATHS: dict[str, tuple[str, PathRunner, int]] = {
@@ -128,6 +161,21 @@ PATHS: dict[str, tuple[str, PathRunner, int]] = {
         "incremental upkeep: long run of pending calls",
         lambda p, size: _upkeep(p, "long run of pending calls", size),
         100_000,
+    ),
+    "plugin-wide-turn": (
+        "PairingPlugin's callback over 5 plugin-only turns: parallel calls, merged answer",
+        lambda p, size: _plugin_turns(p, "core-parallel-merged", size),
+        3_000,
+    ),
+    "plugin-idless-turn": (
+        "PairingPlugin's callback over 5 plugin-only turns: id-less calls, same name",
+        lambda p, size: _plugin_turns(p, "core-idless", size),
+        3_000,
+    ),
+    "plugin-reused-ids": (
+        "PairingPlugin's callback over 5 plugin-only turns: ids reused per turn, all answered",
+        lambda p, size: _plugin_turns(p, "reused-answered", size),
+        3_000,
     ),
 }
 
