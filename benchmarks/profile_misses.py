@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from itertools import islice
 from pathlib import Path
 
@@ -49,6 +50,7 @@ if str(HERE) not in sys.path:  # run as a script from anywhere, or imported by a
 from pyinstrument import Profiler  # noqa: E402
 from settings import quiet_adk_pairing_logs  # noqa: E402
 from suites import _incremental  # noqa: E402
+from turn_cost import TURN_SHAPES  # noqa: E402
 from workloads import (  # noqa: E402
     APP,
     CORE_SHAPES,
@@ -112,9 +114,9 @@ async def _upkeep(profiler: Profiler, shape: str, size: int) -> None:
     profiler.stop()
 
 
-async def _plugin_turns(profiler: Profiler, shape_id: str, size: int, turns: int = 5) -> None:
+async def _plugin_turns(profiler: Profiler, size: int, *, shape_id: str, turns: int = 5) -> None:
     from backends import open_backend
-    from turn_cost import TURN_SHAPES, ToolThenAnswerModel
+    from turn_cost import ToolThenAnswerModel
     from turns import _run_turn, _runner
 
     from adk_pairing import PairingPlugin
@@ -162,21 +164,19 @@ PATHS: dict[str, tuple[str, PathRunner, int]] = {
         lambda p, size: _upkeep(p, "long run of pending calls", size),
         100_000,
     ),
-    "plugin-wide-turn": (
-        "PairingPlugin's callback over 5 plugin-only turns: parallel calls, merged answer",
-        lambda p, size: _plugin_turns(p, "core-parallel-merged", size),
-        3_000,
-    ),
-    "plugin-idless-turn": (
-        "PairingPlugin's callback over 5 plugin-only turns: id-less calls, same name",
-        lambda p, size: _plugin_turns(p, "core-idless", size),
-        3_000,
-    ),
-    "plugin-reused-ids": (
-        "PairingPlugin's callback over 5 plugin-only turns: ids reused per turn, all answered",
-        lambda p, size: _plugin_turns(p, "reused-answered", size),
-        3_000,
-    ),
+    **{
+        name: (
+            f"PairingPlugin's callback over 5 plugin-only turns: {TURN_SHAPES[shape_id].label}",
+            # Bound now: a lambda made in the loop would see its last shape only.
+            partial(_plugin_turns, shape_id=shape_id),
+            3_000,
+        )
+        for name, shape_id in (
+            ("plugin-wide-turn", "core-parallel-merged"),
+            ("plugin-idless-turn", "core-idless"),
+            ("plugin-reused-ids", "reused-answered"),
+        )
+    },
 }
 
 
