@@ -22,8 +22,8 @@ sampling profiler, and prints the call tree of the decorator's share:
   turn-cost benchmark's plugin-only turns (`turn_cost.TURN_SHAPES`: one turn of
   ``size / 2`` parallel calls with a merged answer, ``size / 2`` id-less calls
   of one name, ids reused every turn) on `SqliteSessionService`; only
-  `PairingPlugin`'s own callback is profiled, over five turns after a first
-  one, so the tree splits what the plugin adds to those turns among its steps.
+  `PairingPlugin`'s own callback is profiled, over `PLUGIN_TURNS` turns after
+  a first one, so the tree splits what the plugin adds to those turns among its steps.
 
 Stores are read outside the profiler where the path allows it (cold reads),
 and the upkeep paths run over a list-backed store that does no work, so the
@@ -50,7 +50,7 @@ if str(HERE) not in sys.path:  # run as a script from anywhere, or imported by a
 from pyinstrument import Profiler  # noqa: E402
 from settings import quiet_adk_pairing_logs  # noqa: E402
 from suites import _incremental  # noqa: E402
-from turn_cost import TURN_SHAPES  # noqa: E402
+from turn_cost import TURN_SHAPES, ToolThenAnswerModel  # noqa: E402
 from workloads import (  # noqa: E402
     APP,
     CORE_SHAPES,
@@ -114,9 +114,12 @@ async def _upkeep(profiler: Profiler, shape: str, size: int) -> None:
     profiler.stop()
 
 
-async def _plugin_turns(profiler: Profiler, size: int, *, shape_id: str, turns: int = 5) -> None:
+#: The turns a plugin path profiles, after a first one that is not profiled.
+PLUGIN_TURNS = 5
+
+
+async def _plugin_turns(profiler: Profiler, size: int, *, shape_id: str) -> None:
     from backends import open_backend
-    from turn_cost import ToolThenAnswerModel
     from turns import _run_turn, _runner
 
     from adk_pairing import PairingPlugin
@@ -134,7 +137,7 @@ async def _plugin_turns(profiler: Profiler, size: int, *, shape_id: str, turns: 
         session_id = await backend.seeded_session(APP, USER, shape.build(size))
         model = ToolThenAnswerModel(call_id=shape.call_id)
         runner = _runner(model, backend.service, (ProfiledPlugin(),))
-        for turn in range(turns + 1):
+        for turn in range(PLUGIN_TURNS + 1):
             await _run_turn(runner, session_id)
             if turn == 0:
                 # The first turn remembers what later ones reuse: not what a turn pays.
@@ -166,7 +169,8 @@ PATHS: dict[str, tuple[str, PathRunner, int]] = {
     ),
     **{
         name: (
-            f"PairingPlugin's callback over 5 plugin-only turns: {TURN_SHAPES[shape_id].label}",
+            f"PairingPlugin's callback over {PLUGIN_TURNS} plugin-only turns: "
+            f"{TURN_SHAPES[shape_id].label}",
             # Bound now: a lambda made in the loop would see its last shape only.
             partial(_plugin_turns, shape_id=shape_id),
             3_000,
